@@ -1,0 +1,22 @@
+//! `admit`: run by an EventBridge schedule (at most once a minute); ticks every second for about
+//! a minute, moving the head of each open event's queue into its active set.
+
+use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+use lineup::admission::admit_for_invocation;
+use lineup::clock::SystemClock;
+use lineup::config::Config;
+use lineup::queue::redis::RedisQueue;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    tracing::init_default_subscriber();
+    let config = Config::from_env()?;
+    let queue = RedisQueue::new(&config.redis_url, config.redis_timeout)?;
+    let (queue, config) = (&queue, &config);
+    run(service_fn(
+        move |event: LambdaEvent<serde_json::Value>| async move {
+            admit_for_invocation(queue, &SystemClock, config, event).await
+        },
+    ))
+    .await
+}

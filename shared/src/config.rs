@@ -1,0 +1,137 @@
+//! Settings a function reads from its environment, once, at cold start: a bad setting stops the
+//! function before it takes a request instead of failing mid-request. Nothing else in Lineup
+//! reads the environment.
+
+use std::time::Duration;
+
+use crate::signing::{KeyTooShort, SigningKey};
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `redis://host:port` (or `rediss://` for TLS, as ElastiCache Serverless requires).
+    pub redis_url: String,
+    /// Bounds connecting to Redis and each reply, so a request never hangs on it.
+    pub redis_timeout: Duration,
+    /// Derives queue ids and signs access tokens.
+    pub signing_key: SigningKey,
+    /// The admit function's pace: one tick per `admit_tick`, for `admit_run` per invocation.
+    pub admit_tick: Duration,
+    pub admit_run: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("environment variable {0} is not set")]
+    Missing(&'static str),
+    #[error("environment variable {name} is not valid: {reason}")]
+    Invalid { name: &'static str, reason: String },
+    #[error("environment variable LINEUP_SIGNING_KEY is not usable")]
+    SigningKey(#[source] KeyTooShort),
+}
+
+impl Config {
+    pub const DEFAULT_REDIS_TIMEOUT: Duration = Duration::from_millis(1_000);
+    pub const DEFAULT_ADMIT_TICK: Duration = Duration::from_millis(1_000);
+    pub const DEFAULT_ADMIT_RUN: Duration = Duration::from_secs(55);
+
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let required = |name: &'static str| {
+            lookup(name)
+                .filter(|v| !v.is_empty())
+                .ok_or(ConfigError::Missing(name))
+        };
+        let millis = |name: &'static str, default: Duration| -> Result<Duration, ConfigError> {
+            match lookup(name) {
+                None => Ok(default),
+                Some(raw) => match raw.parse::<u64>() {
+                    Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+                    _ => Err(ConfigError::Invalid {
+                        name,
+                        reason: format!("expected a positive number of milliseconds, got {raw:?}"),
+                    }),
+                },
+            }
+        };
+
+        let redis_url = required("REDIS_URL")?;
+        if !(redis_url.starts_with("redis://") || redis_url.starts_with("rediss://")) {
+            return Err(ConfigError::Invalid {
+                name: "REDIS_URL",
+                reason: "expected redis://host:port or rediss://host:port".to_owned(),
+            });
+        }
+        let signing_key = SigningKey::new(required("LINEUP_SIGNING_KEY")?.into_bytes())
+            .map_err(ConfigError::SigningKey)?;
+
+        Ok(Self {
+            redis_url,
+            redis_timeout: millis("REDIS_TIMEOUT_MS", Self::DEFAULT_REDIS_TIMEOUT)?,
+            signing_key,
+            admit_tick: millis("ADMIT_TICK_MS", Self::DEFAULT_ADMIT_TICK)?,
+            admit_run: millis("ADMIT_RUN_MS", Self::DEFAULT_ADMIT_RUN)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|name| vars.get(name).cloned())
+    }
+
+    const KEY: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn minimal_settings_take_defaults() {
+        let config = config(&[
+            ("REDIS_URL", "redis://127.0.0.1:6379"),
+            ("LINEUP_SIGNING_KEY", KEY),
+        ])
+        .unwrap();
+        assert_eq!(config.admit_tick, Config::DEFAULT_ADMIT_TICK);
+        assert_eq!(config.admit_run, Config::DEFAULT_ADMIT_RUN);
+    }
+
+    #[test]
+    fn bad_settings_fail_at_start() {
+        assert!(matches!(
+            config(&[("LINEUP_SIGNING_KEY", KEY)]),
+            Err(ConfigError::Missing("REDIS_URL"))
+        ));
+        assert!(matches!(
+            config(&[("REDIS_URL", "http://x"), ("LINEUP_SIGNING_KEY", KEY)]),
+            Err(ConfigError::Invalid {
+                name: "REDIS_URL",
+                ..
+            })
+        ));
+        assert!(matches!(
+            config(&[("REDIS_URL", "redis://x"), ("LINEUP_SIGNING_KEY", "short")]),
+            Err(ConfigError::SigningKey(_))
+        ));
+        assert!(matches!(
+            config(&[
+                ("REDIS_URL", "redis://x"),
+                ("LINEUP_SIGNING_KEY", KEY),
+                ("ADMIT_TICK_MS", "0")
+            ]),
+            Err(ConfigError::Invalid {
+                name: "ADMIT_TICK_MS",
+                ..
+            })
+        ));
+    }
+}

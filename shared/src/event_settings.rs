@@ -1,0 +1,61 @@
+//! Per-event on-sale settings, kept in Redis beside the event's queue so that every queue script
+//! reads them in the same atomic step as the queue itself.
+
+use std::time::{Duration, SystemTime};
+
+/// Whether the queue takes new customers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueState {
+    /// Joins are accepted. Before `opens_at` they go to the pre-queue.
+    Open,
+    /// Sold out or closed by an operator: joins get 409 `queue_closed`, waiting polls say `closed`.
+    Closed,
+}
+
+impl QueueState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Closed => "closed",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "open" => Some(Self::Open),
+            "closed" => Some(Self::Closed),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSettings {
+    pub state: QueueState,
+    /// When admission starts. Customers who join earlier form the pre-queue, placed in random
+    /// order ahead of everyone who joins later.
+    pub opens_at: SystemTime,
+    /// At most this many admitted customers shop at once.
+    pub max_active: u32,
+    /// At most this many admissions in any one-second window.
+    pub admit_per_second: u32,
+    /// How long an admission lasts before its slot is given to the next customer.
+    pub session: Duration,
+}
+
+impl EventSettings {
+    pub const DEFAULT_MAX_ACTIVE: u32 = 5_000;
+    pub const DEFAULT_ADMIT_PER_SECOND: u32 = 50;
+    pub const DEFAULT_SESSION: Duration = Duration::from_secs(10 * 60);
+
+    /// An open event with the default caps, opening at `opens_at`.
+    pub fn opening_at(opens_at: SystemTime) -> Self {
+        Self {
+            state: QueueState::Open,
+            opens_at,
+            max_active: Self::DEFAULT_MAX_ACTIVE,
+            admit_per_second: Self::DEFAULT_ADMIT_PER_SECOND,
+            session: Self::DEFAULT_SESSION,
+        }
+    }
+}

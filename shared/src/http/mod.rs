@@ -1,0 +1,16 @@
+//! The API Gateway (HTTP API, payload v2) side of Lambda functions: request parsing, JSON
+//! responses and errors, and one handler module per function.
+//!
+//! - [`request`]: the caller (JWT `sub`), path parameters, bodies.
+//! - [`response`]: JSON bodies, the error body, `Retry-After`.
+//! - [`queue_api`]: the dependencies the queue handlers share.
+//! - [`join`]: `POST /events/{eventId}/queue`.
+//! - [`poll`]: `GET` and `DELETE /events/{eventId}/queue/{queueId}`.
+
+pub mod join;
+pub mod poll;
+pub mod queue_api;
+pub mod request;
+pub mod response;
+
+pub use queue_api::QueueApi;

@@ -1,0 +1,29 @@
+//! Lineup: a fair virtual queue and a never-oversold seat ledger for ticket on-sales.
+//!
+//! Every Lambda function in `functions/` is a thin binary around this crate. The map:
+//!
+//! - [`config`]: the settings a function reads from its environment once, at cold start.
+//! - [`error`]: the one error type, and its one mapping to an HTTP status and error code.
+//! - [`ids`]: validated identifiers (events, customers, queue entries).
+//! - [`clock`]: the clock port, so tests can fix "now".
+//! - [`signing`]: the HMAC key behind queue ids and access tokens.
+//! - [`access_token`]: the signed proof that a customer was admitted.
+//! - [`event_settings`]: per-event on-sale settings (open or closed, opening time, caps, rate).
+//! - [`queue`]: the queue ports and their Redis adapter (one Lua script per operation).
+//! - [`wait_policy`]: how long a waiting customer should wait before polling again, and the ETA.
+//! - [`admission`]: the admit loop the scheduled `admit` function runs.
+//! - [`http`]: the API Gateway handlers (`join`, `poll`) and their request/response plumbing.
+
+pub mod access_token;
+pub mod admission;
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod event_settings;
+pub mod http;
+pub mod ids;
+pub mod queue;
+pub mod signing;
+pub mod wait_policy;
+
+pub use error::LineupError;

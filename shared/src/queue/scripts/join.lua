@@ -1,0 +1,39 @@
+-- Join an event's queue, or keep the place already held. One atomic step.
+-- KEYS: settings, queue, active, admission
+-- ARGV: customer, now_ms, pre_queue_score (a negative random number, used only before opening)
+-- Reply: {"no_event"} | {"closed"} | {"admitted", expires_ms}
+--      | {"waiting", position, newly_queued (0|1), measured_rate|"", admit_per_sec, opens_at_ms}
+local settings = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'admit_per_sec')
+local state, opens_at, rate = settings[1], tonumber(settings[2]), settings[3]
+if not state then return {'no_event'} end
+
+local customer, now = ARGV[1], tonumber(ARGV[2])
+
+-- Already admitted and still shopping: joining again changes nothing.
+local admitted_until = redis.call('ZSCORE', KEYS[3], customer)
+if admitted_until and tonumber(admitted_until) > now then
+  return {'admitted', admitted_until}
+end
+
+if state ~= 'open' then return {'closed'} end
+
+local newly_queued = 0
+local position = redis.call('ZRANK', KEYS[2], customer)
+if not position then
+  -- Before opening: a random score below every sequence number (the pre-queue lottery).
+  -- After: the next sequence number, so arrival order is kept even within one millisecond.
+  local score
+  if now < opens_at then
+    score = ARGV[3]
+  else
+    score = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+  end
+  redis.call('ZADD', KEYS[2], 'NX', score, customer)
+  -- A lapsed admission is replaced by the new place in the queue.
+  if admitted_until then redis.call('ZREM', KEYS[3], customer) end
+  position = redis.call('ZRANK', KEYS[2], customer)
+  newly_queued = 1
+end
+
+local measured = redis.call('HGET', KEYS[4], 'measured_rate') or ''
+return {'waiting', tostring(position), tostring(newly_queued), measured, rate, tostring(opens_at)}
