@@ -1,1 +1,239 @@
-//! support
+//! What the end-to-end tests share: the Redis they run against, fresh events, requests built
+//! from the sample events in `events/`, and reading responses.
+//!
+//! Tests need a real Redis at `REDIS_URL` (the README's test command starts one). Without it
+//! they fail loudly; they never pass by skipping.
+
+pub mod redis_server;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use lambda_http::{Body, Request, Response};
+use lineup::clock::Clock;
+use lineup::event_settings::EventSettings;
+use lineup::http::QueueApi;
+use lineup::ids::{CustomerId, EventId};
+use lineup::queue::keys::{EventKeys, OPEN_EVENTS};
+use lineup::queue::redis::RedisQueue;
+use lineup::queue::EventSettingsStore;
+use lineup::signing::SigningKey;
+use serde_json::Value;
+
+/// The development signing key. Not a secret: it signs nothing outside local runs and tests,
+/// and the sample events' queue ids (`events/poll.json`) are derived with it.
+pub const DEV_SIGNING_KEY: &str = "lineup-local-development-key-not-a-secret";
+
+/// The customer and event the sample events in `events/` are written for.
+pub const SAMPLE_EVENT: &str = "demo";
+pub const SAMPLE_CUSTOMER: &str = "customer-0001";
+
+pub fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| {
+        panic!(
+            "REDIS_URL is not set: these tests need a real Redis. \
+             Run the README's test command (scripts/test.sh), which starts one."
+        )
+    })
+}
+
+pub fn signing_key() -> SigningKey {
+    SigningKey::new(DEV_SIGNING_KEY).expect("the development key is long enough")
+}
+
+pub fn queue() -> Arc<RedisQueue> {
+    Arc::new(
+        RedisQueue::new(&redis_url(), Duration::from_secs(2))
+            .expect("REDIS_URL is a valid Redis URL"),
+    )
+}
+
+/// A direct connection, for inspecting what the scripts stored.
+pub async fn redis() -> redis::aio::MultiplexedConnection {
+    redis::Client::open(redis_url())
+        .expect("REDIS_URL is a valid Redis URL")
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap_or_else(|error| panic!("cannot reach Redis at {}: {error}", redis_url()))
+}
+
+/// A new event id, so tests running in parallel never share a queue.
+pub fn fresh_event() -> EventId {
+    EventId::parse(&format!("t-{}", uuid::Uuid::new_v4().simple())).expect("uuid ids are valid")
+}
+
+pub fn customer(n: usize) -> CustomerId {
+    CustomerId::parse(&format!("customer-{n:05}")).expect("valid customer id")
+}
+
+/// Creates `event`, open, with these settings.
+pub async fn configure(queue: &RedisQueue, event: &EventId, settings: EventSettings) {
+    queue
+        .configure(event, &settings)
+        .await
+        .expect("configure the event");
+}
+
+/// An open event that opened a minute ago, with the default caps.
+pub async fn open_event(queue: &RedisQueue, now: SystemTime) -> EventId {
+    let event = fresh_event();
+    configure(
+        queue,
+        &event,
+        EventSettings::opening_at(now - Duration::from_secs(60)),
+    )
+    .await;
+    event
+}
+
+pub fn api(queue: Arc<RedisQueue>, clock: Arc<dyn Clock>) -> QueueApi {
+    QueueApi {
+        line: queue,
+        key: signing_key(),
+        clock,
+    }
+}
+
+/// A sample event from `events/`, as JSON, to adjust before turning it into a request.
+pub fn sample(name: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../events")
+        .join(name);
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// Turns an API Gateway event into the request lambda_http hands a handler.
+pub fn request(event: &Value) -> Request {
+    lambda_http::request::from_str(&event.to_string()).expect("a valid API Gateway v2 event")
+}
+
+/// Points a sample HTTP event at another event id, caller and (for queue-entry routes) queue id.
+/// `caller: None` removes the JWT claims, as a request without a token would arrive.
+pub fn retarget(
+    sample: &Value,
+    event: &EventId,
+    caller: Option<&CustomerId>,
+    queue_id: Option<&str>,
+) -> Value {
+    let mut value = sample.clone();
+    value["pathParameters"]["eventId"] = event.as_str().into();
+    if let Some(queue_id) = queue_id {
+        value["pathParameters"]["queueId"] = queue_id.into();
+    }
+    let mut path = format!("/events/{event}/queue");
+    if let Some(queue_id) = value["pathParameters"]["queueId"].as_str() {
+        path = format!("{path}/{queue_id}");
+    }
+    value["rawPath"] = path.clone().into();
+    value["requestContext"]["http"]["path"] = path.into();
+    match caller {
+        Some(caller) => {
+            value["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = caller.as_str().into();
+        }
+        None => {
+            if let Some(context) = value["requestContext"].as_object_mut() {
+                context.remove("authorizer");
+            }
+        }
+    }
+    value
+}
+
+pub fn join_request(event: &EventId, caller: &CustomerId) -> Request {
+    request(&retarget(&sample("join.json"), event, Some(caller), None))
+}
+
+pub fn poll_request(event: &EventId, caller: &CustomerId, queue_id: &str) -> Request {
+    request(&retarget(
+        &sample("poll.json"),
+        event,
+        Some(caller),
+        Some(queue_id),
+    ))
+}
+
+pub fn leave_request(event: &EventId, caller: &CustomerId, queue_id: &str) -> Request {
+    request(&retarget(
+        &sample("leave.json"),
+        event,
+        Some(caller),
+        Some(queue_id),
+    ))
+}
+
+/// The response body as JSON (`Value::Null` when empty).
+pub fn body(response: &Response<Body>) -> Value {
+    match response.body() {
+        Body::Empty => Value::Null,
+        Body::Text(text) => {
+            serde_json::from_str(text).unwrap_or_else(|e| panic!("body {text:?} is not JSON: {e}"))
+        }
+        Body::Binary(bytes) => serde_json::from_slice(bytes).expect("body is JSON"),
+        _ => panic!("unexpected body kind"),
+    }
+}
+
+pub fn retry_after(response: &Response<Body>) -> Option<u64> {
+    response
+        .headers()
+        .get(http::header::RETRY_AFTER)
+        .map(|v| v.to_str().expect("ascii").parse().expect("whole seconds"))
+}
+
+/// Asserts the contract's error shape and returns the code.
+pub fn error_code(response: &Response<Body>) -> String {
+    let body = body(response);
+    let code = body["error"]["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error.code in {body}"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "no error.message in {body}"
+    );
+    code.to_owned()
+}
+
+/// Everything Redis holds for one event (every key under its hash tag, plus whether it is in the
+/// open-events set), to show that a refused request changed nothing.
+pub async fn snapshot(event: &EventId) -> BTreeMap<String, Value> {
+    let mut connection = redis().await;
+    let keys = EventKeys::new(event);
+    let mut state = BTreeMap::new();
+    for (name, key) in [("settings", &keys.settings), ("admission", &keys.admission)] {
+        let map: BTreeMap<String, String> = redis::cmd("HGETALL")
+            .arg(key)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        state.insert(name.to_owned(), serde_json::to_value(map).unwrap());
+    }
+    for (name, key) in [
+        ("queue", &keys.queue),
+        ("active", &keys.active),
+        ("rate_window", &keys.rate_window),
+    ] {
+        let members: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(key)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        state.insert(name.to_owned(), serde_json::to_value(members).unwrap());
+    }
+    let open: bool = redis::cmd("SISMEMBER")
+        .arg(OPEN_EVENTS)
+        .arg(event.as_str())
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    state.insert("open".to_owned(), open.into());
+    state
+}

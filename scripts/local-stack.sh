@@ -1,0 +1,47 @@
+# Shared by scripts/test.sh (and, later, the run command): install and start the local services
+# on loopback ports, and stop exactly what was started. Source it; do not run it.
+
+STARTED_PIDS=()
+LOCAL_DIR="${LOCAL_DIR:-$PWD/.local}"
+mkdir -p "$LOCAL_DIR"
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Debian's redis-server (7.0 on bookworm), installed once if missing.
+ensure_redis_server() {
+  if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then return; fi
+  echo "==> installing redis-server (Debian package)"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get install -y --no-install-recommends redis-server redis-tools >/dev/null 2>&1 \
+    || { as_root apt-get update -q >/dev/null && as_root apt-get install -y --no-install-recommends redis-server redis-tools >/dev/null; }
+  # The package starts a system-wide server on 6379; Lineup uses its own, so leave that alone.
+}
+
+# start_redis PORT: a private, memory-only Redis on 127.0.0.1:PORT; waits until it answers.
+start_redis() {
+  REDIS_PORT="$1"
+  if redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1; then
+    echo "error: something already answers on 127.0.0.1:$REDIS_PORT; set another port" >&2
+    exit 1
+  fi
+  echo "==> starting redis-server on 127.0.0.1:$REDIS_PORT"
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --logfile "$LOCAL_DIR/redis-$REDIS_PORT.log" &
+  STARTED_PIDS+=($!)
+  for _ in $(seq 1 100); do
+    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && return
+    sleep 0.1
+  done
+  echo "error: redis-server did not start; see $LOCAL_DIR/redis-$REDIS_PORT.log" >&2
+  exit 1
+}
+
+stop_local_stack() {
+  for pid in "${STARTED_PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  STARTED_PIDS=()
+}

@@ -1,0 +1,348 @@
+//! Admission: the cap on active shoppers and the rate hold even with two admitters at once;
+//! lapsed admissions and leavers free their slots.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use http::StatusCode;
+use lineup::admission::{AdmissionLoop, AdmissionSummary};
+use lineup::clock::{unix_millis, Clock, FixedClock, SystemClock};
+use lineup::event_settings::{EventSettings, QueueState};
+use lineup::http::{join, poll};
+use lineup::ids::EventId;
+use lineup::queue::keys::EventKeys;
+use lineup::queue::redis::RedisQueue;
+use lineup::queue::{Admitter, WaitingLine};
+use lineup_tests::*;
+
+const MAX_ACTIVE: u32 = 100;
+const RATE: u32 = 50;
+
+fn settings(session: Duration) -> EventSettings {
+    EventSettings {
+        state: QueueState::Open,
+        opens_at: SystemTime::now() - Duration::from_secs(1),
+        max_active: MAX_ACTIVE,
+        admit_per_second: RATE,
+        session,
+    }
+}
+
+async fn event_with_waiting(
+    queue: &RedisQueue,
+    settings: EventSettings,
+    waiting: usize,
+) -> EventId {
+    let event = fresh_event();
+    configure(queue, &event, settings).await;
+    for n in 0..waiting {
+        queue
+            .join(&event, &customer(n), SystemTime::now())
+            .await
+            .expect("join");
+    }
+    event
+}
+
+/// Every admission ever made for the event, as Unix milliseconds (expiry minus session length:
+/// admissions stay in the active set, lapsed or not, for an hour).
+async fn admission_times(event: &EventId, session: Duration) -> Vec<u64> {
+    let mut redis = redis().await;
+    let entries: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(EventKeys::new(event).active)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    let mut times: Vec<u64> = entries
+        .iter()
+        .map(|(_, expires)| *expires as u64 - session.as_millis() as u64)
+        .collect();
+    times.sort_unstable();
+    times
+}
+
+/// The most admissions found in any one-second window `[t, t + 1 s)`.
+fn busiest_second(times: &[u64]) -> usize {
+    let mut start = 0;
+    let mut busiest = 0;
+    for end in 0..times.len() {
+        while times[end] - times[start] >= 1_000 {
+            start += 1;
+        }
+        busiest = busiest.max(end - start + 1);
+    }
+    busiest
+}
+
+async fn live_admissions(event: &EventId) -> u64 {
+    let mut redis = redis().await;
+    redis::cmd("ZCOUNT")
+        .arg(EventKeys::new(event).active)
+        .arg(format!("({}", unix_millis(SystemTime::now())))
+        .arg("+inf")
+        .query_async(&mut redis)
+        .await
+        .unwrap()
+}
+
+/// The Redis admitter, limited to this test's events: other tests running beside this one keep
+/// their own events open, and a real-time admitter must not touch them.
+struct OnlyEvents {
+    queue: Arc<RedisQueue>,
+    events: Vec<EventId>,
+}
+
+#[async_trait::async_trait]
+impl Admitter for OnlyEvents {
+    async fn open_events(&self) -> Result<Vec<EventId>, lineup::LineupError> {
+        Ok(self.events.clone())
+    }
+
+    async fn admit_tick(
+        &self,
+        event: &EventId,
+        now: SystemTime,
+    ) -> Result<lineup::queue::TickReport, lineup::LineupError> {
+        self.queue.admit_tick(event, now).await
+    }
+}
+
+/// Runs `loops` admit loops at once on `event` for `run_for`, while sampling the live active
+/// count; returns the summaries and the highest count seen.
+async fn run_admitters(
+    queue: Arc<RedisQueue>,
+    events: &[EventId],
+    loops: usize,
+    run_for: Duration,
+) -> (Vec<AdmissionSummary>, u64) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let highest = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let (stop, highest, event) = (stop.clone(), highest.clone(), events[0].clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                highest.fetch_max(live_admissions(&event).await, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let runs = (0..loops).map(|_| {
+        let admitter = OnlyEvents {
+            queue: queue.clone(),
+            events: events.to_vec(),
+        };
+        tokio::spawn(async move {
+            let admission = AdmissionLoop {
+                admitter: &admitter,
+                clock: &SystemClock,
+                tick: Duration::from_millis(100),
+            };
+            admission.run(run_for).await.expect("admission loop")
+        })
+    });
+    let summaries = futures::future::join_all(runs)
+        .await
+        .into_iter()
+        .map(|r| r.expect("loop ran"))
+        .collect();
+    stop.store(true, Ordering::Relaxed);
+    sampler.await.unwrap();
+    (summaries, highest.load(Ordering::Relaxed))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_admitters_at_once_exceed_neither_the_cap_nor_the_rate() {
+    let queue = queue();
+    let run_for = Duration::from_secs(5);
+
+    // Long sessions: the cap binds (100 admitted, although 5 s at 50/s would allow 250).
+    let capped = event_with_waiting(&queue, settings(Duration::from_secs(600)), 1_000).await;
+    // Two-second sessions: slots keep freeing, so the rate binds.
+    let rate_bound = event_with_waiting(&queue, settings(Duration::from_secs(2)), 1_000).await;
+
+    // Each loop ticks both events (and no other test's).
+    let (summaries, highest) = run_admitters(
+        queue.clone(),
+        &[capped.clone(), rate_bound.clone()],
+        2,
+        run_for,
+    )
+    .await;
+    let admitted_by_loops: u64 = summaries.iter().map(|s| s.admitted).sum();
+
+    let capped_times = admission_times(&capped, Duration::from_secs(600)).await;
+    assert_eq!(
+        capped_times.len(),
+        MAX_ACTIVE as usize,
+        "the cap binds exactly"
+    );
+    assert!(
+        highest <= u64::from(MAX_ACTIVE),
+        "active set reached {highest}"
+    );
+    assert!(
+        busiest_second(&capped_times) <= RATE as usize,
+        "more than {RATE} admitted in one second"
+    );
+
+    let rate_times = admission_times(&rate_bound, Duration::from_secs(2)).await;
+    assert!(
+        busiest_second(&rate_times) <= RATE as usize,
+        "busiest second had {}",
+        busiest_second(&rate_times)
+    );
+    // A 5-second run spans at most 6 one-second windows.
+    assert!(
+        rate_times.len() <= 6 * RATE as usize,
+        "{} admitted in 5 s",
+        rate_times.len()
+    );
+    assert!(
+        rate_times.len() > MAX_ACTIVE as usize,
+        "lapsed sessions freed their slots ({} admitted)",
+        rate_times.len()
+    );
+    assert_eq!(
+        admitted_by_loops,
+        (capped_times.len() + rate_times.len()) as u64,
+        "the loops report what they did"
+    );
+
+    // The waiting customers were admitted from the head, in order.
+    let mut redis = redis().await;
+    let still_waiting: Vec<String> = redis::cmd("ZRANGE")
+        .arg(EventKeys::new(&capped).queue)
+        .arg(0)
+        .arg(0)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(
+        still_waiting,
+        vec![customer(MAX_ACTIVE as usize).as_str().to_owned()]
+    );
+}
+
+#[tokio::test]
+async fn lapsed_admissions_free_their_slots_and_their_polls_say_expired() {
+    let queue = queue();
+    let start = SystemTime::now();
+    let clock = Arc::new(FixedClock::at(start));
+    let session = Duration::from_secs(60);
+    let event = event_with_waiting(&queue, settings(session), 300).await;
+
+    let first = queue.admit_tick(&event, clock.now()).await.unwrap();
+    assert_eq!(first.admitted, u64::from(RATE));
+    clock.advance(Duration::from_secs(1));
+    let second = queue.admit_tick(&event, clock.now()).await.unwrap();
+    assert_eq!(
+        (second.admitted, second.active),
+        (u64::from(RATE), u64::from(MAX_ACTIVE))
+    );
+    clock.advance(Duration::from_secs(1));
+    let full = queue.admit_tick(&event, clock.now()).await.unwrap();
+    assert_eq!(full.admitted, 0, "no slot is free");
+
+    // The first 50 lapse (admitted at start, session 60 s); the second 50 are still live.
+    clock.advance(session - Duration::from_millis(1_500));
+    let after_lapse = queue.admit_tick(&event, clock.now()).await.unwrap();
+    assert_eq!(
+        after_lapse.admitted,
+        u64::from(RATE),
+        "the lapsed slots are given to the next 50"
+    );
+    assert_eq!(after_lapse.active, u64::from(MAX_ACTIVE));
+
+    let api = api(queue.clone(), clock.clone());
+    let lapsed = customer(0);
+    let response = poll::handle(
+        &api,
+        poll_request(
+            &event,
+            &lapsed,
+            signing_key().queue_id(&event, &lapsed).as_str(),
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(body(&response)["status"], "expired");
+
+    // Joining again after a lapse goes to the back of the queue.
+    let rejoin = join::handle(&api, join_request(&event, &lapsed)).await;
+    assert_eq!(rejoin.status(), StatusCode::CREATED);
+    assert_eq!(body(&rejoin)["position"], 300 - 150);
+}
+
+#[tokio::test]
+async fn leaving_frees_a_slot_at_once() {
+    let queue = queue();
+    let clock = Arc::new(FixedClock::at(SystemTime::now()));
+    let event = event_with_waiting(&queue, settings(Duration::from_secs(600)), 150).await;
+    queue.admit_tick(&event, clock.now()).await.unwrap();
+    clock.advance(Duration::from_secs(1));
+    let full = queue.admit_tick(&event, clock.now()).await.unwrap();
+    assert_eq!(full.active, u64::from(MAX_ACTIVE));
+    clock.advance(Duration::from_secs(1));
+
+    let api = api(queue.clone(), clock.clone());
+    let leaver = customer(3);
+    let response = poll::handle(
+        &api,
+        leave_request(
+            &event,
+            &leaver,
+            signing_key().queue_id(&event, &leaver).as_str(),
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+
+    let next = queue.admit_tick(&event, clock.now()).await.unwrap();
+    assert_eq!(
+        (next.admitted, next.active),
+        (1, u64::from(MAX_ACTIVE)),
+        "exactly the freed slot is refilled"
+    );
+    let gone = poll::handle(
+        &api,
+        poll_request(
+            &event,
+            &leaver,
+            signing_key().queue_id(&event, &leaver).as_str(),
+        ),
+    )
+    .await;
+    assert_eq!(gone.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn nothing_is_admitted_before_opening_or_from_a_closed_queue() {
+    let queue = queue();
+    let now = SystemTime::now();
+    let mut later = settings(Duration::from_secs(600));
+    later.opens_at = now + Duration::from_secs(60);
+    let event = event_with_waiting(&queue, later.clone(), 10).await;
+    assert_eq!(queue.admit_tick(&event, now).await.unwrap().admitted, 0);
+    assert_eq!(
+        queue
+            .admit_tick(&event, now + Duration::from_secs(61))
+            .await
+            .unwrap()
+            .admitted,
+        10
+    );
+
+    let closed = event_with_waiting(&queue, settings(Duration::from_secs(600)), 10).await;
+    let mut closing = settings(Duration::from_secs(600));
+    closing.state = QueueState::Closed;
+    configure(&queue, &closed, closing).await;
+    assert_eq!(queue.admit_tick(&closed, now).await.unwrap().admitted, 0);
+    assert!(
+        !queue.open_events().await.unwrap().contains(&closed),
+        "a closed event is not ticked"
+    );
+}

@@ -1,0 +1,248 @@
+//! Polling: waiting customers learn position, ETA and when to poll again; admitted ones get an
+//! access token that the token check accepts, and that nobody else can use.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use http::StatusCode;
+use lineup::access_token::{self, TokenRejection};
+use lineup::clock::{Clock, FixedClock};
+use lineup::event_settings::{EventSettings, QueueState};
+use lineup::http::{join, poll};
+use lineup::ids::{CustomerId, EventId};
+use lineup::queue::{Admitter, WaitingLine};
+use lineup::LineupError;
+use lineup_tests::*;
+
+fn queue_id(event: &EventId, customer: &CustomerId) -> String {
+    signing_key().queue_id(event, customer).as_str().to_owned()
+}
+
+#[tokio::test]
+async fn a_waiting_customer_gets_position_eta_and_a_poll_interval_that_grows_with_the_wait() {
+    let queue = queue();
+    let clock = Arc::new(FixedClock::at(SystemTime::now()));
+    let api = api(queue.clone(), clock.clone());
+    let event = open_event(&queue, clock.now()).await; // 50 admissions/s configured, none measured yet
+    for n in 0..5_000 {
+        queue.join(&event, &customer(n), clock.now()).await.unwrap();
+    }
+
+    let front = poll::handle(
+        &api,
+        poll_request(&event, &customer(10), &queue_id(&event, &customer(10))),
+    )
+    .await;
+    assert_eq!(front.status(), StatusCode::OK);
+    let front_body = body(&front);
+    assert_eq!(front_body["status"], "waiting");
+    assert_eq!(front_body["position"], 10);
+    assert_eq!(front_body["queueId"], queue_id(&event, &customer(10)));
+    assert_eq!(front_body["etaSeconds"], 1, "11 customers at 50/s");
+    assert_eq!(
+        retry_after(&front),
+        Some(5),
+        "near the front: poll every 5 s"
+    );
+
+    let back = poll::handle(
+        &api,
+        poll_request(
+            &event,
+            &customer(4_999),
+            &queue_id(&event, &customer(4_999)),
+        ),
+    )
+    .await;
+    let back_body = body(&back);
+    assert_eq!(back_body["position"], 4_999);
+    assert_eq!(back_body["etaSeconds"], 100, "5,000 customers at 50/s");
+    assert_eq!(
+        retry_after(&back),
+        Some(10),
+        "further back: poll less often"
+    );
+}
+
+#[tokio::test]
+async fn the_eta_follows_the_measured_admission_rate() {
+    let queue = queue();
+    let clock = Arc::new(FixedClock::at(SystemTime::now()));
+    let api = api(queue.clone(), clock.clone());
+    let event = fresh_event();
+    let settings = EventSettings {
+        max_active: 10_000,
+        admit_per_second: 20,
+        ..EventSettings::opening_at(clock.now() - Duration::from_secs(1))
+    };
+    configure(&queue, &event, settings).await;
+    for n in 0..2_000 {
+        queue.join(&event, &customer(n), clock.now()).await.unwrap();
+    }
+    // Tick every 2 s for 24 s: 20 admitted per tick, i.e. 10 per second measured (half the cap).
+    for _ in 0..13 {
+        queue.admit_tick(&event, clock.now()).await.unwrap();
+        clock.advance(Duration::from_secs(2));
+    }
+    let last = customer(1_999);
+    let response = poll::handle(&api, poll_request(&event, &last, &queue_id(&event, &last))).await;
+    let body = body(&response);
+    let position = body["position"].as_u64().unwrap();
+    assert_eq!(position, 1_999 - 13 * 20);
+    let eta = body["etaSeconds"].as_u64().unwrap();
+    assert!(
+        (170..=176).contains(&eta),
+        "{position} ahead at ~10/s measured should be ~174 s, got {eta}"
+    );
+}
+
+#[tokio::test]
+async fn an_admitted_customer_gets_a_token_that_only_they_can_use_for_that_event() {
+    let queue = queue();
+    let clock = Arc::new(FixedClock::at(SystemTime::now()));
+    let api = api(queue.clone(), clock.clone());
+    let event = open_event(&queue, clock.now()).await;
+    let other_event = open_event(&queue, clock.now()).await;
+    let (alice, bob) = (customer(1), customer(2));
+    for e in [&event, &other_event] {
+        for c in [&alice, &bob] {
+            assert_eq!(
+                join::handle(&api, join_request(e, c)).await.status(),
+                StatusCode::CREATED
+            );
+        }
+        assert_eq!(queue.admit_tick(e, clock.now()).await.unwrap().admitted, 2);
+    }
+
+    let response = poll::handle(
+        &api,
+        poll_request(&event, &alice, &queue_id(&event, &alice)),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(retry_after(&response), None);
+    let admitted = body(&response);
+    assert_eq!(admitted["status"], "admitted");
+    let expires_at = humantime::parse_rfc3339(admitted["expiresAt"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        expires_at
+            .duration_since(clock.now() - Duration::from_millis(1))
+            .unwrap()
+            .as_secs(),
+        600,
+        "the default 10-minute session"
+    );
+    let token = admitted["accessToken"].as_str().unwrap().to_owned();
+
+    let key = signing_key();
+    let check = |token: String, event: EventId, caller: CustomerId, now: SystemTime| {
+        let (key, queue) = (key.clone(), queue.clone());
+        async move {
+            access_token::check_admitted(&key, queue.as_ref(), Some(&token), &event, &caller, now)
+                .await
+        }
+    };
+    let refused = |result: Result<_, LineupError>| match result {
+        Err(LineupError::AccessDenied(reason)) => reason,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+
+    let accepted = check(token.clone(), event.clone(), alice.clone(), clock.now())
+        .await
+        .unwrap();
+    assert_eq!(accepted.customer, alice);
+
+    // Forged: another key signed it; or the claims were edited after signing.
+    let forged_key =
+        lineup::signing::SigningKey::new("an attacker's key, not the server's one").unwrap();
+    let forged = access_token::issue(
+        &forged_key,
+        &event,
+        &alice,
+        clock.now() + Duration::from_secs(3_600),
+    );
+    assert_eq!(
+        refused(check(forged, event.clone(), alice.clone(), clock.now()).await),
+        TokenRejection::BadSignature
+    );
+    let mut tampered = token.clone();
+    tampered.replace_range(5..6, if &tampered[5..6] == "A" { "B" } else { "A" });
+    assert_eq!(
+        refused(check(tampered, event.clone(), alice.clone(), clock.now()).await),
+        TokenRejection::BadSignature
+    );
+
+    // Another event's, another customer's, expired.
+    assert_eq!(
+        refused(
+            check(
+                token.clone(),
+                other_event.clone(),
+                alice.clone(),
+                clock.now()
+            )
+            .await
+        ),
+        TokenRejection::OtherEvent
+    );
+    assert_eq!(
+        refused(check(token.clone(), event.clone(), bob.clone(), clock.now()).await),
+        TokenRejection::OtherCustomer
+    );
+    let later = clock.now() + Duration::from_secs(601);
+    assert_eq!(
+        refused(check(token.clone(), event.clone(), alice.clone(), later).await),
+        TokenRejection::Expired
+    );
+    assert_eq!(
+        refused(
+            access_token::check_admitted(&key, queue.as_ref(), None, &event, &alice, clock.now())
+                .await
+        ),
+        TokenRejection::Missing
+    );
+
+    // A validly signed token for an admission that does not exist (never issued by poll).
+    let made_up = access_token::issue(&key, &event, &alice, clock.now() + Duration::from_secs(300));
+    assert_eq!(
+        refused(check(made_up, event.clone(), alice.clone(), clock.now()).await),
+        TokenRejection::Revoked
+    );
+
+    // Revoked: leaving ends the admission before the token expires.
+    assert!(queue.leave(&event, &alice).await.unwrap());
+    assert_eq!(
+        refused(check(token, event.clone(), alice.clone(), clock.now()).await),
+        TokenRejection::Revoked
+    );
+}
+
+#[tokio::test]
+async fn waiting_customers_of_a_closed_event_are_told_so_and_new_joins_are_refused() {
+    let queue = queue();
+    let clock = Arc::new(FixedClock::at(SystemTime::now()));
+    let api = api(queue.clone(), clock.clone());
+    let event = open_event(&queue, clock.now()).await;
+    assert_eq!(
+        join::handle(&api, join_request(&event, &customer(1)))
+            .await
+            .status(),
+        StatusCode::CREATED
+    );
+    let settings = EventSettings {
+        state: QueueState::Closed,
+        ..EventSettings::opening_at(clock.now() - Duration::from_secs(60))
+    };
+    configure(&queue, &event, settings).await;
+
+    let response = poll::handle(
+        &api,
+        poll_request(&event, &customer(1), &queue_id(&event, &customer(1))),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(body(&response)["status"], "closed");
+    let late = join::handle(&api, join_request(&event, &customer(2))).await;
+    assert_eq!(late.status(), StatusCode::CONFLICT);
+    assert_eq!(error_code(&late), "queue_closed");
+}
