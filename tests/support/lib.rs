@@ -8,7 +8,7 @@ pub mod redis_server;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use lambda_http::{Body, Request, Response};
@@ -97,13 +97,24 @@ pub fn api(queue: Arc<RedisQueue>, clock: Arc<dyn Clock>) -> QueueApi {
 }
 
 /// A sample event from `events/`, as JSON, to adjust before turning it into a request.
+/// Each file is read once per process (benchmarks build a request per operation).
 pub fn sample(name: &str) -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../events")
-        .join(name);
-    let text =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+    static SAMPLES: Mutex<BTreeMap<String, Value>> = Mutex::new(BTreeMap::new());
+    let mut samples = SAMPLES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    samples
+        .entry(name.to_owned())
+        .or_insert_with(|| {
+            let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../events")
+                .join(name);
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+            serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+        })
+        .clone()
 }
 
 /// Turns an API Gateway event into the request lambda_http hands a handler.

@@ -22,16 +22,16 @@ local position = redis.call('ZRANK', KEYS[2], customer)
 if not position then
   -- Before opening: a random score below every sequence number (the pre-queue lottery).
   -- After: the next sequence number, so arrival order is kept even within one millisecond.
-  local score
   if now < opens_at then
-    score = ARGV[3]
+    redis.call('ZADD', KEYS[2], 'NX', ARGV[3], customer)
+    position = redis.call('ZRANK', KEYS[2], customer)
   else
-    score = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+    -- The newest sequence number is the highest score: the new entry is last.
+    redis.call('ZADD', KEYS[2], 'NX', redis.call('HINCRBY', KEYS[1], 'seq', 1), customer)
+    position = redis.call('ZCARD', KEYS[2]) - 1
   end
-  redis.call('ZADD', KEYS[2], 'NX', score, customer)
   -- A lapsed admission is replaced by the new place in the queue.
   if admitted_until then redis.call('ZREM', KEYS[3], customer) end
-  position = redis.call('ZRANK', KEYS[2], customer)
   newly_queued = 1
 end
 
