@@ -38,6 +38,42 @@ start_redis() {
   exit 1
 }
 
+# A Python venv under .local/ with moto's server (DynamoDB, DynamoDB Streams, SQS emulator).
+MOTO_VERSION="5.2.5"
+ensure_moto() {
+  local venv="$LOCAL_DIR/venv"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null; then
+    return
+  fi
+  echo "==> creating $venv with moto[server]==$MOTO_VERSION"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION"
+}
+
+# start_moto PORT: moto behind scripts/moto_server.py, which serialises DynamoDB requests
+# (stock moto oversells under concurrency; see that file). Exports what the AWS SDK needs.
+start_moto() {
+  MOTO_PORT="$1"
+  if curl -s -o /dev/null "http://127.0.0.1:$MOTO_PORT/moto-api/"; then
+    echo "error: something already answers on 127.0.0.1:$MOTO_PORT; set another port" >&2
+    exit 1
+  fi
+  echo "==> starting moto (serialised DynamoDB) on 127.0.0.1:$MOTO_PORT"
+  "$LOCAL_DIR/venv/bin/python" scripts/moto_server.py --port "$MOTO_PORT" \
+    >"$LOCAL_DIR/moto-$MOTO_PORT.log" 2>&1 &
+  STARTED_PIDS+=($!)
+  for _ in $(seq 1 150); do
+    if curl -s -o /dev/null "http://127.0.0.1:$MOTO_PORT/moto-api/"; then
+      export AWS_ENDPOINT_URL="http://127.0.0.1:$MOTO_PORT"
+      export AWS_REGION="${AWS_REGION:-us-east-1}" AWS_ACCESS_KEY_ID="test" AWS_SECRET_ACCESS_KEY="test"
+      return
+    fi
+    sleep 0.2
+  done
+  echo "error: moto did not start; see $LOCAL_DIR/moto-$MOTO_PORT.log" >&2
+  exit 1
+}
+
 stop_local_stack() {
   for pid in "${STARTED_PIDS[@]}"; do
     kill "$pid" 2>/dev/null || true
