@@ -65,19 +65,22 @@ async fn admission_times(event: &EventId, session: Duration) -> Vec<u64> {
     times
 }
 
-/// The most admissions found in any one-second window `[t, t + 1 s)`.
-fn busiest_second(times: &[u64]) -> usize {
-    let mut start = 0;
-    let mut busiest = 0;
-    for end in 0..times.len() {
-        while times[end] - times[start] >= 1_000 {
-            start += 1;
+/// The token bucket's promise: between any two admissions at `t_i <= t_j`, at most
+/// `rate + rate * (t_j - t_i)` were admitted (one second's burst, then the rate). Returns the
+/// first pair of admissions that breaks it.
+fn breaks_the_rate(times: &[u64], rate: u32) -> Option<(u64, u64, usize)> {
+    for i in 0..times.len() {
+        for j in i..times.len() {
+            let count = j - i + 1;
+            let allowed =
+                f64::from(rate) + f64::from(rate) * (times[j] - times[i]) as f64 / 1_000.0;
+            if count as f64 > allowed {
+                return Some((times[i], times[j], count));
+            }
         }
-        busiest = busiest.max(end - start + 1);
     }
-    busiest
+    None
 }
-
 async fn live_admissions(event: &EventId) -> u64 {
     let mut redis = redis().await;
     redis::cmd("ZCOUNT")
@@ -111,18 +114,19 @@ impl Admitter for OnlyEvents {
     }
 }
 
-/// Runs `loops` admit loops at once on `event` for `run_for`, while sampling the live active
-/// count; returns the summaries and the highest count seen.
+/// Runs one admit loop per entry of `loops` (each ticking its own list of events) at once for
+/// `run_for`, while sampling the live admissions of `watched`; returns the summaries, the
+/// highest live count seen, and how long the run took.
 async fn run_admitters(
     queue: Arc<RedisQueue>,
-    events: &[EventId],
-    loops: usize,
+    loops: &[Vec<EventId>],
+    watched: &EventId,
     run_for: Duration,
-) -> (Vec<AdmissionSummary>, u64) {
+) -> (Vec<AdmissionSummary>, u64, Duration) {
     let stop = Arc::new(AtomicBool::new(false));
     let highest = Arc::new(AtomicU64::new(0));
     let sampler = {
-        let (stop, highest, event) = (stop.clone(), highest.clone(), events[0].clone());
+        let (stop, highest, event) = (stop.clone(), highest.clone(), watched.clone());
         tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 highest.fetch_max(live_admissions(&event).await, Ordering::Relaxed);
@@ -130,10 +134,11 @@ async fn run_admitters(
             }
         })
     };
-    let runs = (0..loops).map(|_| {
+    let started = std::time::Instant::now();
+    let runs = loops.iter().map(|events| {
         let admitter = OnlyEvents {
             queue: queue.clone(),
-            events: events.to_vec(),
+            events: events.clone(),
         };
         tokio::spawn(async move {
             let admission = AdmissionLoop {
@@ -149,9 +154,10 @@ async fn run_admitters(
         .into_iter()
         .map(|r| r.expect("loop ran"))
         .collect();
+    let took = started.elapsed();
     stop.store(true, Ordering::Relaxed);
     sampler.await.unwrap();
-    (summaries, highest.load(Ordering::Relaxed))
+    (summaries, highest.load(Ordering::Relaxed), took)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -159,19 +165,18 @@ async fn two_admitters_at_once_exceed_neither_the_cap_nor_the_rate() {
     let queue = queue();
     let run_for = Duration::from_secs(5);
 
-    // Long sessions: the cap binds (100 admitted, although 5 s at 50/s would allow 250).
+    // Long sessions: the cap binds (100 admitted, although 5 s at 50/s would allow 300).
     let capped = event_with_waiting(&queue, settings(Duration::from_secs(600)), 1_000).await;
-    // Two-second sessions: slots keep freeing, so the rate binds.
-    let rate_bound = event_with_waiting(&queue, settings(Duration::from_secs(2)), 1_000).await;
+    // Two-second sessions: slots keep freeing, so the rate binds. One event is ticked by both
+    // loops, its twin by one loop only: what one admitter would do, measured in the same run.
+    let twice = event_with_waiting(&queue, settings(Duration::from_secs(2)), 1_000).await;
+    let once = event_with_waiting(&queue, settings(Duration::from_secs(2)), 1_000).await;
 
-    // Each loop ticks both events (and no other test's).
-    let (summaries, highest) = run_admitters(
-        queue.clone(),
-        &[capped.clone(), rate_bound.clone()],
-        2,
-        run_for,
-    )
-    .await;
+    let loops = [
+        vec![capped.clone(), twice.clone(), once.clone()],
+        vec![capped.clone(), twice.clone()],
+    ];
+    let (summaries, highest, took) = run_admitters(queue.clone(), &loops, &capped, run_for).await;
     let admitted_by_loops: u64 = summaries.iter().map(|s| s.admitted).sum();
 
     let capped_times = admission_times(&capped, Duration::from_secs(600)).await;
@@ -184,31 +189,47 @@ async fn two_admitters_at_once_exceed_neither_the_cap_nor_the_rate() {
         highest <= u64::from(MAX_ACTIVE),
         "active set reached {highest}"
     );
-    assert!(
-        busiest_second(&capped_times) <= RATE as usize,
-        "more than {RATE} admitted in one second"
-    );
+    assert_eq!(breaks_the_rate(&capped_times, RATE), None);
 
-    let rate_times = admission_times(&rate_bound, Duration::from_secs(2)).await;
-    assert!(
-        busiest_second(&rate_times) <= RATE as usize,
-        "busiest second had {}",
-        busiest_second(&rate_times)
+    let twice_times = admission_times(&twice, Duration::from_secs(2)).await;
+    let once_times = admission_times(&once, Duration::from_secs(2)).await;
+    println!(
+        "admitted in {took:?}: {} by two loops, {} by one",
+        twice_times.len(),
+        once_times.len()
     );
-    // A 5-second run spans at most 6 one-second windows.
+    assert_eq!(
+        breaks_the_rate(&twice_times, RATE),
+        None,
+        "two loops broke the rate"
+    );
+    assert_eq!(
+        breaks_the_rate(&once_times, RATE),
+        None,
+        "one loop broke the rate"
+    );
+    let bucket_bound = f64::from(RATE) * (1.0 + took.as_secs_f64());
     assert!(
-        rate_times.len() <= 6 * RATE as usize,
-        "{} admitted in 5 s",
-        rate_times.len()
+        (twice_times.len() as f64) <= bucket_bound,
+        "{} admitted in {took:?}",
+        twice_times.len()
+    );
+    // The second loop only picks up tokens sooner, never more: at most one tick's refill (5) and
+    // rounding apart.
+    assert!(
+        twice_times.len() <= once_times.len() + (RATE / 5) as usize,
+        "two loops admitted {} where one admitted {}",
+        twice_times.len(),
+        once_times.len()
     );
     assert!(
-        rate_times.len() > MAX_ACTIVE as usize,
+        twice_times.len() > MAX_ACTIVE as usize,
         "lapsed sessions freed their slots ({} admitted)",
-        rate_times.len()
+        twice_times.len()
     );
     assert_eq!(
         admitted_by_loops,
-        (capped_times.len() + rate_times.len()) as u64,
+        (capped_times.len() + twice_times.len() + once_times.len()) as u64,
         "the loops report what they did"
     );
 
@@ -224,6 +245,30 @@ async fn two_admitters_at_once_exceed_neither_the_cap_nor_the_rate() {
     assert_eq!(
         still_waiting,
         vec![customer(MAX_ACTIVE as usize).as_str().to_owned()]
+    );
+}
+
+#[tokio::test]
+async fn one_second_ticks_with_jitter_deliver_the_configured_rate() {
+    let queue = queue();
+    let start = SystemTime::now();
+    let clock = FixedClock::at(start);
+    let event = event_with_waiting(&queue, settings(Duration::from_secs(1)), 2_000).await;
+    let mut admitted = 0;
+    // Ticks about a second apart, some a little early, some a little late.
+    for jitter in [998, 1_001, 999, 1_003, 997, 1_000, 999, 1_002, 998, 1_001].repeat(2) {
+        admitted += queue
+            .admit_tick(&event, clock.now())
+            .await
+            .unwrap()
+            .admitted;
+        clock.advance(Duration::from_millis(jitter));
+    }
+    let elapsed = clock.now().duration_since(start).unwrap().as_secs_f64() - 1.0;
+    let expected = f64::from(RATE) * (1.0 + elapsed); // the first second's burst, then the rate
+    assert!(
+        (admitted as f64) >= expected - f64::from(RATE) && (admitted as f64) <= expected,
+        "admitted {admitted} over {elapsed:.3} s at {RATE}/s (bucket allows {expected:.0})"
     );
 }
 

@@ -74,7 +74,7 @@ async fn twenty_first_joins_at_once_of_one_customer_make_one_entry() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ten_thousand_concurrent_joins_get_positions_0_to_9999_in_sequence_order() {
     const CUSTOMERS: usize = 10_000;
     const TASKS: usize = 64;

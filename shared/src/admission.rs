@@ -59,7 +59,8 @@ impl AdmissionLoop<'_> {
         }
     }
 
-    /// One tick over every open event, the events in parallel.
+    /// One tick over every open event, the events in parallel. Fails when listing the events
+    /// fails or when every event's tick failed.
     pub async fn tick_once(&self, summary: &mut AdmissionSummary) -> Result<(), LineupError> {
         let events = self.admitter.open_events().await?;
         let now = self.clock.now();
@@ -70,6 +71,8 @@ impl AdmissionLoop<'_> {
         )
         .await;
         summary.ticks += 1;
+        let mut last_failure = None;
+        let mut failed = 0;
         for (event, report) in events.iter().zip(reports) {
             match report {
                 Ok(report) => {
@@ -79,12 +82,18 @@ impl AdmissionLoop<'_> {
                     }
                 }
                 Err(error) => {
-                    summary.failed_event_ticks += 1;
+                    failed += 1;
                     tracing::warn!(event = %event, error = %error, "admission tick failed for event");
+                    last_failure = Some(error);
                 }
             }
         }
-        Ok(())
+        summary.failed_event_ticks += failed;
+        // One event failing is that event's problem; every event failing is the tick's.
+        match last_failure {
+            Some(error) if failed == events.len() as u64 => Err(error),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -25,6 +25,12 @@ pub enum ConfigError {
     Missing(&'static str),
     #[error("environment variable {name} is not valid: {reason}")]
     Invalid { name: &'static str, reason: String },
+    #[error("environment variable {name} must be a positive number of milliseconds")]
+    NotMillis {
+        name: &'static str,
+        #[source]
+        source: Option<std::num::ParseIntError>,
+    },
     #[error("environment variable LINEUP_SIGNING_KEY is not usable")]
     SigningKey(#[source] KeyTooShort),
 }
@@ -49,17 +55,20 @@ impl Config {
             match lookup(name) {
                 None => Ok(default),
                 Some(raw) => match raw.parse::<u64>() {
-                    Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
-                    _ => Err(ConfigError::Invalid {
+                    Ok(0) => Err(ConfigError::NotMillis { name, source: None }),
+                    Ok(ms) => Ok(Duration::from_millis(ms)),
+                    Err(source) => Err(ConfigError::NotMillis {
                         name,
-                        reason: format!("expected a positive number of milliseconds, got {raw:?}"),
+                        source: Some(source),
                     }),
                 },
             }
         };
 
         let redis_url = required("REDIS_URL")?;
-        if !(redis_url.starts_with("redis://") || redis_url.starts_with("rediss://")) {
+        if !(redis_url.starts_with("redis://") || redis_url.starts_with("rediss://"))
+            || redis::Client::open(redis_url.as_str()).is_err()
+        {
             return Err(ConfigError::Invalid {
                 name: "REDIS_URL",
                 reason: "expected redis://host:port or rediss://host:port".to_owned(),
@@ -105,6 +114,19 @@ mod tests {
         assert_eq!(config.admit_run, Config::DEFAULT_ADMIT_RUN);
     }
 
+    #[tokio::test]
+    async fn tls_redis_urls_are_accepted() {
+        // ElastiCache Serverless only speaks TLS: the redis client must be built with it.
+        let config = config(&[
+            ("REDIS_URL", "rediss://cache.example.com:6379"),
+            ("LINEUP_SIGNING_KEY", KEY),
+        ])
+        .unwrap();
+        assert!(
+            crate::queue::redis::RedisQueue::new(&config.redis_url, config.redis_timeout).is_ok()
+        );
+    }
+
     #[test]
     fn bad_settings_fail_at_start() {
         assert!(matches!(
@@ -128,7 +150,7 @@ mod tests {
                 ("LINEUP_SIGNING_KEY", KEY),
                 ("ADMIT_TICK_MS", "0")
             ]),
-            Err(ConfigError::Invalid {
+            Err(ConfigError::NotMillis {
                 name: "ADMIT_TICK_MS",
                 ..
             })

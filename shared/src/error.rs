@@ -38,7 +38,12 @@ pub enum LineupError {
     /// Redis could not be reached or did not answer in time. Safe to retry: nothing was changed,
     /// or the change is idempotent (joining twice keeps the place).
     #[error("the queue store is unavailable")]
-    QueueUnavailable(#[from] redis::RedisError),
+    QueueUnavailable(#[source] redis::RedisError),
+
+    /// Redis answered with an error that retrying will not cure (a script error, a wrong type):
+    /// a bug or a misconfiguration, reported as 500 and logged with its source.
+    #[error("the queue store refused the operation")]
+    QueueFailure(#[source] redis::RedisError),
 
     /// A queue script answered in a shape the adapter does not know: a bug, not bad input.
     #[error("the queue store gave an unexpected reply to `{operation}`: {reply}")]
@@ -67,7 +72,9 @@ impl LineupError {
             }
             Self::QueueClosed => StatusCode::CONFLICT,
             Self::QueueUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::UnexpectedReply { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::QueueFailure(_) | Self::UnexpectedReply { .. } => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
         }
     }
 
@@ -82,7 +89,7 @@ impl LineupError {
             Self::QueueClosed => "queue_closed",
             Self::AccessDenied(_) => "access_denied",
             Self::QueueUnavailable(_) => "service_unavailable",
-            Self::UnexpectedReply { .. } => "internal_error",
+            Self::QueueFailure(_) | Self::UnexpectedReply { .. } => "internal_error",
         }
     }
 
@@ -92,7 +99,14 @@ impl LineupError {
             Self::QueueUnavailable(_) => {
                 "the queue is briefly unavailable; retry after the Retry-After delay".to_owned()
             }
-            Self::UnexpectedReply { .. } => "something went wrong on our side".to_owned(),
+            Self::QueueFailure(_) | Self::UnexpectedReply { .. } => {
+                "something went wrong on our side".to_owned()
+            }
+            // The reason (forged, expired, revoked...) goes to the logs, not to the caller.
+            Self::AccessDenied(_) => {
+                "the queue access token is missing, invalid or no longer valid; join the queue again"
+                    .to_owned()
+            }
             other => other.to_string(),
         }
     }
@@ -102,6 +116,32 @@ impl LineupError {
         match self {
             Self::QueueUnavailable(_) => Some(2),
             _ => None,
+        }
+    }
+}
+
+/// Connection trouble (refused, dropped, timed out, Redis loading or failing over) is worth a
+/// retry; any other Redis error is not.
+impl From<redis::RedisError> for LineupError {
+    fn from(error: redis::RedisError) -> Self {
+        let transient = error.is_io_error()
+            || error.is_timeout()
+            || error.is_connection_refusal()
+            || error.is_connection_dropped()
+            || matches!(
+                error.kind(),
+                redis::ErrorKind::Server(
+                    redis::ServerErrorKind::BusyLoading
+                        | redis::ServerErrorKind::TryAgain
+                        | redis::ServerErrorKind::ClusterDown
+                        | redis::ServerErrorKind::MasterDown
+                        | redis::ServerErrorKind::ReadOnly
+                )
+            );
+        if transient {
+            Self::QueueUnavailable(error)
+        } else {
+            Self::QueueFailure(error)
         }
     }
 }

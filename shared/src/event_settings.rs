@@ -37,7 +37,8 @@ pub struct EventSettings {
     pub opens_at: SystemTime,
     /// At most this many admitted customers shop at once.
     pub max_active: u32,
-    /// At most this many admissions in any one-second window.
+    /// Admissions per second: a token bucket refilled at this rate, holding at most one
+    /// second's worth, so over any span of `d` seconds at most `rate × (d + 1)` are admitted.
     pub admit_per_second: u32,
     /// How long an admission lasts before its slot is given to the next customer.
     pub session: Duration,

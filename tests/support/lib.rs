@@ -224,11 +224,7 @@ pub async fn snapshot(event: &EventId) -> BTreeMap<String, Value> {
             .unwrap();
         state.insert(name.to_owned(), serde_json::to_value(map).unwrap());
     }
-    for (name, key) in [
-        ("queue", &keys.queue),
-        ("active", &keys.active),
-        ("rate_window", &keys.rate_window),
-    ] {
+    for (name, key) in [("queue", &keys.queue), ("active", &keys.active)] {
         let members: Vec<(String, f64)> = redis::cmd("ZRANGE")
             .arg(key)
             .arg(0)

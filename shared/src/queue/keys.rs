@@ -16,10 +16,9 @@ pub struct EventKeys {
     pub queue: String,
     /// ZSET of admitted customers; score = the admission's expiry, Unix milliseconds.
     pub active: String,
-    /// HASH of admission bookkeeping: the measured rate for ETAs, the rate window's sequence.
+    /// HASH of admission bookkeeping: the rate token bucket (`tokens`, `refilled_at_ms`) and the
+    /// measured admission rate for ETAs.
     pub admission: String,
-    /// ZSET of recent ticks (`"<seq>:<count>"` scored by time): the sliding one-second rate window.
-    pub rate_window: String,
 }
 
 impl EventKeys {
@@ -30,7 +29,6 @@ impl EventKeys {
             queue: format!("{tag}:queue"),
             active: format!("{tag}:active"),
             admission: format!("{tag}:admission"),
-            rate_window: format!("{tag}:rate-window"),
         }
     }
 }

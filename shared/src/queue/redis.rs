@@ -51,7 +51,8 @@ impl RedisQueue {
     /// Builds the adapter without connecting: the connection is made on first use and remade
     /// after failures, so a cold start with Redis down still answers (503), and recovers alone.
     /// `timeout` bounds both connecting and each reply, so a request never hangs on Redis.
-    pub fn new(redis_url: &str, timeout: Duration) -> Result<Self, LineupError> {
+    /// Fails only on an unusable URL: a configuration error, reported at cold start.
+    pub fn new(redis_url: &str, timeout: Duration) -> Result<Self, redis::RedisError> {
         let client = Client::open(redis_url)?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))
@@ -74,7 +75,8 @@ impl RedisQueue {
 /// A negative random score: the pre-queue lottery ticket. Below every sequence number (which
 /// starts at 1), and exact in a double (< 2^53), so no two tickets are equal in practice.
 fn pre_queue_score() -> i64 {
-    let random = (uuid::Uuid::new_v4().as_u128() as u64) >> 12; // 52 random bits
+    // The low 52 bits of a v4 UUID are all random (its fixed version and variant bits are higher).
+    let random = (uuid::Uuid::new_v4().as_u128() as u64) & ((1 << 52) - 1);
     -(random as i64) - 1
 }
 
@@ -238,7 +240,6 @@ impl Admitter for RedisQueue {
             .key(&keys.queue)
             .key(&keys.active)
             .key(&keys.admission)
-            .key(&keys.rate_window)
             .arg(unix_millis(now))
             .arg(FORGET_LAPSED_AFTER.as_millis() as u64)
             .invoke_async(&mut self.connection())

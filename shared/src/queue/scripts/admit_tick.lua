@@ -1,6 +1,6 @@
 -- One admission tick for one event: the whole check-and-change, atomically, so any number of
 -- admitters running at once (EventBridge delivers at least once) exceed neither cap nor rate.
--- KEYS: settings, queue, active, admission, rate_window
+-- KEYS: settings, queue, active, admission
 -- ARGV: now_ms, forget_lapsed_after_ms
 -- Reply: {admitted, active_after, waiting_after} | {"no_event"}
 local settings = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'max_active', 'admit_per_sec', 'session_ms')
@@ -16,13 +16,17 @@ local active = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
 
 local admitted = 0
 if state == 'open' and now >= opens_at then
-  -- The rate budget: admissions in the last second, from the ticks recorded in that second.
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - 1000)
-  local recent = 0
-  for _, tick in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do
-    recent = recent + tonumber(string.match(tick, ':(%d+)$'))
+  -- The rate budget: a token bucket holding at most one second's admissions, refilled here by
+  -- the time elapsed. Several admitters share it; a clock behind the last refill adds nothing.
+  local bucket = redis.call('HMGET', KEYS[4], 'tokens', 'refilled_at_ms')
+  local tokens, refilled_at = tonumber(bucket[1]), tonumber(bucket[2])
+  if not tokens then
+    tokens, refilled_at = rate, now
+  elseif now > refilled_at then
+    tokens = math.min(rate, tokens + (now - refilled_at) * rate / 1000)
+    refilled_at = now
   end
-  local budget = math.min(max_active - active, rate - recent)
+  local budget = math.min(max_active - active, math.floor(tokens))
 
   if budget > 0 then
     local popped = redis.call('ZPOPMIN', KEYS[2], budget)
@@ -40,10 +44,7 @@ if state == 'open' and now >= opens_at then
     admitted = #popped / 2
   end
 
-  if admitted > 0 then
-    local tick = redis.call('HINCRBY', KEYS[4], 'tick_seq', 1)
-    redis.call('ZADD', KEYS[5], now, tick .. ':' .. admitted)
-  end
+  redis.call('HSET', KEYS[4], 'tokens', tostring(tokens - admitted), 'refilled_at_ms', tostring(refilled_at))
 
   -- Measure the admission rate for ETAs, over windows of at least 10 s, only while a backlog
   -- remains (an empty queue admits slowly for lack of customers, which says nothing of the pace).

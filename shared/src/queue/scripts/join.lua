@@ -4,7 +4,7 @@
 -- Reply: {"no_event"} | {"closed"} | {"admitted", expires_ms}
 --      | {"waiting", position, newly_queued (0|1), measured_rate|"", admit_per_sec, opens_at_ms}
 local settings = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'admit_per_sec')
-local state, opens_at, rate = settings[1], tonumber(settings[2]), settings[3]
+local state, opens_at_ms, rate = settings[1], settings[2], settings[3]
 if not state then return {'no_event'} end
 
 local customer, now = ARGV[1], tonumber(ARGV[2])
@@ -22,7 +22,7 @@ local position = redis.call('ZRANK', KEYS[2], customer)
 if not position then
   -- Before opening: a random score below every sequence number (the pre-queue lottery).
   -- After: the next sequence number, so arrival order is kept even within one millisecond.
-  if now < opens_at then
+  if now < tonumber(opens_at_ms) then
     redis.call('ZADD', KEYS[2], 'NX', ARGV[3], customer)
     position = redis.call('ZRANK', KEYS[2], customer)
   else
@@ -36,4 +36,4 @@ if not position then
 end
 
 local measured = redis.call('HGET', KEYS[4], 'measured_rate') or ''
-return {'waiting', tostring(position), tostring(newly_queued), measured, rate, tostring(opens_at)}
+return {'waiting', tostring(position), tostring(newly_queued), measured, rate, opens_at_ms}
