@@ -66,6 +66,24 @@ impl RedisQueue {
         })
     }
 
+    /// Takes the customer out of the queue and the active set (leaving, or an admission ended).
+    async fn remove_customer(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+    ) -> Result<bool, LineupError> {
+        let keys = EventKeys::new(event);
+        let removed: i64 = self
+            .scripts
+            .leave
+            .key(&keys.queue)
+            .key(&keys.active)
+            .arg(customer.as_str())
+            .invoke_async(&mut self.connection())
+            .await?;
+        Ok(removed > 0)
+    }
+
     /// A handle on the same multiplexed connection (cheap to clone), for one call.
     fn connection(&self) -> ConnectionManager {
         self.connection.clone()
@@ -201,16 +219,7 @@ impl WaitingLine for RedisQueue {
     }
 
     async fn leave(&self, event: &EventId, customer: &CustomerId) -> Result<bool, LineupError> {
-        let keys = EventKeys::new(event);
-        let removed: i64 = self
-            .scripts
-            .leave
-            .key(&keys.queue)
-            .key(&keys.active)
-            .arg(customer.as_str())
-            .invoke_async(&mut self.connection())
-            .await?;
-        Ok(removed > 0)
+        self.remove_customer(event, customer).await
     }
 }
 
@@ -283,16 +292,7 @@ impl AdmissionRegistry for RedisQueue {
         event: &EventId,
         customer: &CustomerId,
     ) -> Result<bool, LineupError> {
-        let keys = EventKeys::new(event);
-        let removed: i64 = self
-            .scripts
-            .leave
-            .key(&keys.queue)
-            .key(&keys.active)
-            .arg(customer.as_str())
-            .invoke_async(&mut self.connection())
-            .await?;
-        Ok(removed > 0)
+        self.remove_customer(event, customer).await
     }
 }
 
