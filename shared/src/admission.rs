@@ -97,6 +97,31 @@ impl AdmissionLoop<'_> {
     }
 }
 
+/// Refuses anything but an EventBridge scheduled event, so a function wired to the wrong trigger
+/// says so clearly instead of doing its work on the wrong cue.
+pub fn expect_scheduled_event(
+    payload: serde_json::Value,
+    function: &str,
+) -> Result<(), LineupError> {
+    let scheduled: aws_lambda_events::eventbridge::EventBridgeEvent = serde_json::from_value(payload)
+        .map_err(|_| {
+            LineupError::invalid(
+                "not_a_scheduled_event",
+                format!("{function} runs on an EventBridge scheduled event (detail-type \"Scheduled Event\")"),
+            )
+        })?;
+    if scheduled.detail_type != "Scheduled Event" {
+        return Err(LineupError::invalid(
+            "not_a_scheduled_event",
+            format!(
+                "{function} runs on a \"Scheduled Event\", not {:?}",
+                scheduled.detail_type
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Time kept back from the Lambda deadline, so the invocation answers before it is killed.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(3);
 
@@ -108,22 +133,7 @@ pub async fn admit_for_invocation(
     config: &crate::config::Config,
     invocation: lambda_runtime::LambdaEvent<serde_json::Value>,
 ) -> Result<AdmissionSummary, LineupError> {
-    let scheduled: aws_lambda_events::eventbridge::EventBridgeEvent =
-        serde_json::from_value(invocation.payload).map_err(|_| {
-            LineupError::invalid(
-                "not_a_scheduled_event",
-                "admit runs on an EventBridge scheduled event (detail-type \"Scheduled Event\")",
-            )
-        })?;
-    if scheduled.detail_type != "Scheduled Event" {
-        return Err(LineupError::invalid(
-            "not_a_scheduled_event",
-            format!(
-                "admit runs on a \"Scheduled Event\", not {:?}",
-                scheduled.detail_type
-            ),
-        ));
-    }
+    expect_scheduled_event(invocation.payload, "admit")?;
     let until_deadline = crate::clock::from_unix_millis(invocation.context.deadline)
         .duration_since(clock.now())
         .unwrap_or(Duration::ZERO)

@@ -33,6 +33,58 @@ pub enum ConfigError {
     },
     #[error("environment variable LINEUP_SIGNING_KEY is not usable")]
     SigningKey(#[source] KeyTooShort),
+    #[error("environment variable LINEUP_WEBHOOK_SECRET is not usable")]
+    WebhookSecret(#[source] crate::webhook_signature::SecretTooShort),
+}
+
+/// Where Redis is, for functions that need nothing else of [`Config`] (`confirm`, `expire`).
+#[derive(Debug, Clone)]
+pub struct RedisSettings {
+    pub url: String,
+    pub timeout: Duration,
+}
+
+impl RedisSettings {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&|name: &str| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let url = lookup("REDIS_URL")
+            .filter(|v| !v.is_empty())
+            .ok_or(ConfigError::Missing("REDIS_URL"))?;
+        if !(url.starts_with("redis://") || url.starts_with("rediss://"))
+            || redis::Client::open(url.as_str()).is_err()
+        {
+            return Err(ConfigError::Invalid {
+                name: "REDIS_URL",
+                reason: "expected redis://host:port or rediss://host:port".to_owned(),
+            });
+        }
+        Ok(Self {
+            url,
+            timeout: millis(lookup, "REDIS_TIMEOUT_MS", Config::DEFAULT_REDIS_TIMEOUT)?,
+        })
+    }
+}
+
+/// A positive number of milliseconds, or `default` when unset.
+fn millis(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: Duration,
+) -> Result<Duration, ConfigError> {
+    match lookup(name) {
+        None => Ok(default),
+        Some(raw) => match raw.parse::<u64>() {
+            Ok(0) => Err(ConfigError::NotMillis { name, source: None }),
+            Ok(ms) => Ok(Duration::from_millis(ms)),
+            Err(source) => Err(ConfigError::NotMillis {
+                name,
+                source: Some(source),
+            }),
+        },
+    }
 }
 
 impl Config {
@@ -51,35 +103,15 @@ impl Config {
                 .filter(|v| !v.is_empty())
                 .ok_or(ConfigError::Missing(name))
         };
-        let millis = |name: &'static str, default: Duration| -> Result<Duration, ConfigError> {
-            match lookup(name) {
-                None => Ok(default),
-                Some(raw) => match raw.parse::<u64>() {
-                    Ok(0) => Err(ConfigError::NotMillis { name, source: None }),
-                    Ok(ms) => Ok(Duration::from_millis(ms)),
-                    Err(source) => Err(ConfigError::NotMillis {
-                        name,
-                        source: Some(source),
-                    }),
-                },
-            }
-        };
+        let millis = |name, default| millis(&lookup, name, default);
 
-        let redis_url = required("REDIS_URL")?;
-        if !(redis_url.starts_with("redis://") || redis_url.starts_with("rediss://"))
-            || redis::Client::open(redis_url.as_str()).is_err()
-        {
-            return Err(ConfigError::Invalid {
-                name: "REDIS_URL",
-                reason: "expected redis://host:port or rediss://host:port".to_owned(),
-            });
-        }
+        let redis = RedisSettings::from_lookup(&lookup)?;
         let signing_key = SigningKey::new(required("LINEUP_SIGNING_KEY")?.into_bytes())
             .map_err(ConfigError::SigningKey)?;
 
         Ok(Self {
-            redis_url,
-            redis_timeout: millis("REDIS_TIMEOUT_MS", Self::DEFAULT_REDIS_TIMEOUT)?,
+            redis_url: redis.url,
+            redis_timeout: redis.timeout,
             signing_key,
             admit_tick: millis("ADMIT_TICK_MS", Self::DEFAULT_ADMIT_TICK)?,
             admit_run: millis("ADMIT_RUN_MS", Self::DEFAULT_ADMIT_RUN)?,

@@ -45,6 +45,45 @@ pub enum LineupError {
     #[error("the queue store refused the operation")]
     QueueFailure(#[source] redis::RedisError),
 
+    /// DynamoDB could not be reached, throttled us, or failed on its side: safe to retry.
+    #[error("the seat store is unavailable")]
+    SeatStoreUnavailable(#[source] Box<aws_sdk_dynamodb::Error>),
+
+    /// DynamoDB refused the request for a reason retrying will not cure (validation, missing table).
+    #[error("the seat store refused the operation")]
+    SeatStoreFailure(#[source] Box<aws_sdk_dynamodb::Error>),
+
+    /// A stored item does not have the shape the adapter writes: a bug or a hand edit.
+    #[error("stored item is malformed: {0}")]
+    MalformedItem(#[source] Box<serde_dynamo::Error>),
+
+    /// SQS could not take a message (throttled, unreachable, or refused it).
+    #[error("the ticket queue did not take the message")]
+    PublishFailed(#[source] Box<aws_sdk_sqs::Error>),
+
+    #[error("{message}")]
+    Conflict {
+        code: &'static str,
+        message: String,
+        /// Seats named in the answer (for `seats_unavailable`).
+        seat_ids: Vec<String>,
+    },
+
+    #[error("{0}")]
+    NotFound(&'static str),
+
+    /// Seats the event does not have.
+    #[error("this event has no seat {}", .0.join(", "))]
+    UnknownSeats(Vec<String>),
+
+    /// The payment webhook's signature is missing, wrong or stale.
+    #[error("{0}")]
+    BadSignature(&'static str),
+
+    /// The payment does not match the order (amount or currency).
+    #[error("{0}")]
+    PaymentMismatch(String),
+
     /// A queue script answered in a shape the adapter does not know: a bug, not bad input.
     #[error("the queue store gave an unexpected reply to `{operation}`: {reply}")]
     UnexpectedReply {
@@ -64,8 +103,15 @@ impl LineupError {
     /// The HTTP status for this error: the single mapping every handler uses.
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::Unauthenticated => StatusCode::UNAUTHORIZED,
-            Self::InvalidRequest { .. } => StatusCode::BAD_REQUEST,
+            Self::Unauthenticated | Self::BadSignature(_) => StatusCode::UNAUTHORIZED,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::Conflict { .. } => StatusCode::CONFLICT,
+            Self::PaymentMismatch(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::SeatStoreUnavailable(_) | Self::PublishFailed(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            Self::SeatStoreFailure(_) | Self::MalformedItem(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::InvalidRequest { .. } | Self::UnknownSeats(_) => StatusCode::BAD_REQUEST,
             Self::AccessDenied(_) => StatusCode::FORBIDDEN,
             Self::EventNotFound | Self::QueueEntryNotFound | Self::RouteNotFound { .. } => {
                 StatusCode::NOT_FOUND
@@ -82,6 +128,13 @@ impl LineupError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Unauthenticated => "unauthenticated",
+            Self::BadSignature(_) => "invalid_signature",
+            Self::NotFound(_) => "not_found",
+            Self::UnknownSeats(_) => "unknown_seats",
+            Self::Conflict { code, .. } => code,
+            Self::PaymentMismatch(_) => "payment_mismatch",
+            Self::SeatStoreUnavailable(_) | Self::PublishFailed(_) => "service_unavailable",
+            Self::SeatStoreFailure(_) | Self::MalformedItem(_) => "internal_error",
             Self::InvalidRequest { code, .. } => code,
             Self::EventNotFound => "event_not_found",
             Self::QueueEntryNotFound => "queue_entry_not_found",
@@ -96,8 +149,11 @@ impl LineupError {
     /// The sentence shown to the client. Infrastructure details stay in the logs.
     pub fn public_message(&self) -> String {
         match self {
-            Self::QueueUnavailable(_) => {
-                "the queue is briefly unavailable; retry after the Retry-After delay".to_owned()
+            Self::QueueUnavailable(_) | Self::SeatStoreUnavailable(_) | Self::PublishFailed(_) => {
+                "the service is briefly unavailable; retry after the Retry-After delay".to_owned()
+            }
+            Self::SeatStoreFailure(_) | Self::MalformedItem(_) => {
+                "something went wrong on our side".to_owned()
             }
             Self::QueueFailure(_) | Self::UnexpectedReply { .. } => {
                 "something went wrong on our side".to_owned()
@@ -111,10 +167,22 @@ impl LineupError {
         }
     }
 
+    /// The seats an error is about (taken ones for `seats_unavailable`, unknown ones for
+    /// `unknown_seats`), shown to the client as `error.seatIds`.
+    pub fn seat_ids(&self) -> Option<&[String]> {
+        match self {
+            Self::Conflict { seat_ids, .. } if !seat_ids.is_empty() => Some(seat_ids),
+            Self::UnknownSeats(seat_ids) => Some(seat_ids),
+            _ => None,
+        }
+    }
+
     /// Seconds a client should wait before retrying, for errors that are worth retrying.
     pub fn retry_after_seconds(&self) -> Option<u32> {
         match self {
-            Self::QueueUnavailable(_) => Some(2),
+            Self::QueueUnavailable(_) | Self::SeatStoreUnavailable(_) | Self::PublishFailed(_) => {
+                Some(2)
+            }
             _ => None,
         }
     }
@@ -142,6 +210,30 @@ impl From<redis::RedisError> for LineupError {
             Self::QueueUnavailable(error)
         } else {
             Self::QueueFailure(error)
+        }
+    }
+}
+
+/// Throttling, server-side faults and failures to get a response at all are worth a retry;
+/// validation errors and missing tables are not. Conditional failures never arrive here: the
+/// adapters turn them into domain answers (409) first.
+impl From<aws_sdk_dynamodb::Error> for LineupError {
+    fn from(error: aws_sdk_dynamodb::Error) -> Self {
+        use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+        use aws_sdk_dynamodb::Error as E;
+        let retryable = match &error {
+            E::ProvisionedThroughputExceededException(_)
+            | E::RequestLimitExceeded(_)
+            | E::InternalServerError(_)
+            | E::TransactionConflictException(_)
+            | E::TransactionInProgressException(_) => true,
+            // No service error code: the request never got an answer (timeout, connection).
+            other => matches!(other.code(), None | Some("ThrottlingException")),
+        };
+        if retryable {
+            Self::SeatStoreUnavailable(Box::new(error))
+        } else {
+            Self::SeatStoreFailure(Box::new(error))
         }
     }
 }

@@ -20,10 +20,14 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod event_settings;
+pub mod expiry;
 pub mod http;
 pub mod ids;
+pub mod ledger;
+pub mod outbox;
 pub mod queue;
 pub mod signing;
 pub mod wait_policy;
+pub mod webhook_signature;
 
 pub use error::LineupError;

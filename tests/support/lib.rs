@@ -4,6 +4,7 @@
 //! Tests need a real Redis at `REDIS_URL` (the README's test command starts one). Without it
 //! they fail loudly; they never pass by skipping.
 
+pub mod aws;
 pub mod redis_server;
 
 use std::collections::BTreeMap;

@@ -7,6 +7,8 @@
 //! - [`join`]: `POST /events/{eventId}/queue`.
 //! - [`poll`]: `GET` and `DELETE /events/{eventId}/queue/{queueId}`.
 
+pub mod confirm;
+pub mod holds;
 pub mod join;
 pub mod poll;
 pub mod queue_api;

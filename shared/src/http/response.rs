@@ -43,9 +43,12 @@ struct ErrorBody<'a> {
 }
 
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct ErrorDetail<'a> {
     code: &'a str,
     message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seat_ids: Option<&'a [String]>,
 }
 
 /// The response for an error, logged here once: server-side failures with their source chain,
@@ -61,6 +64,7 @@ pub fn error(error: &LineupError) -> Response<Body> {
         error: ErrorDetail {
             code: error.code(),
             message: error.public_message(),
+            seat_ids: error.seat_ids(),
         },
     };
     let retry_after = error

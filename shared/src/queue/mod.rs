@@ -110,4 +110,8 @@ pub trait EventSettingsStore: Send + Sync {
         -> Result<(), LineupError>;
 
     async fn settings(&self, event: &EventId) -> Result<Option<EventSettings>, LineupError>;
+
+    /// Closes the event's queue (sold out): joins get 409, waiting customers' polls say `closed`.
+    /// `false` when there is no such event.
+    async fn close(&self, event: &EventId) -> Result<bool, LineupError>;
 }

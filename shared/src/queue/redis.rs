@@ -325,6 +325,21 @@ impl EventSettingsStore for RedisQueue {
         Ok(())
     }
 
+    async fn close(&self, event: &EventId) -> Result<bool, LineupError> {
+        let keys = EventKeys::new(event);
+        let mut connection = self.connection();
+        // HSET only if the event exists (HSETX is not in Redis 7.0; the script keeps it one step).
+        let closed: i64 = Script::new(
+            "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end \
+             redis.call('HSET', KEYS[1], 'state', 'closed') return 1",
+        )
+        .key(&keys.settings)
+        .invoke_async(&mut connection)
+        .await?;
+        let _: i64 = connection.srem(OPEN_EVENTS, event.as_str()).await?;
+        Ok(closed == 1)
+    }
+
     async fn settings(&self, event: &EventId) -> Result<Option<EventSettings>, LineupError> {
         const OP: &str = "settings";
         let keys = EventKeys::new(event);

@@ -1,0 +1,29 @@
+//! `confirm`: `POST /orders/{orderId}/confirm`, the payment provider's signed webhook. Marks the
+//! order paid and its seats sold exactly once, writing the "ticket issued" outbox event.
+
+use std::sync::Arc;
+
+use lambda_http::{run, service_fn, tracing, Error, Request};
+use lineup::clock::SystemClock;
+use lineup::config::RedisSettings;
+use lineup::http::confirm::{self, ConfirmApi};
+use lineup::ledger::dynamo::DynamoLedger;
+use lineup::queue::redis::RedisQueue;
+use lineup::webhook_signature::WebhookSecret;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    tracing::init_default_subscriber();
+    let redis = RedisSettings::from_env()?;
+    let api = ConfirmApi {
+        ledger: Arc::new(DynamoLedger::from_env().await?),
+        admissions: Arc::new(RedisQueue::new(&redis.url, redis.timeout)?),
+        secret: WebhookSecret::from_env()?,
+        clock: Arc::new(SystemClock),
+    };
+    run(service_fn(|request: Request| {
+        let api = api.clone();
+        async move { Ok::<_, Error>(confirm::handle(&api, request).await) }
+    }))
+    .await
+}

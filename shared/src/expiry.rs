@@ -1,0 +1,60 @@
+//! The `expire` function's work, once a minute: return lapsed holds' seats to AVAILABLE and mark
+//! their orders EXPIRED (the seat map and order status become true; correctness never waited for
+//! this), then close the queue of every open event whose seats are all sold.
+
+use serde::Serialize;
+
+use crate::clock::Clock;
+use crate::ledger::{HoldSweeper, SeatLedger, SeatStatus, SweepReport};
+use crate::queue::{Admitter, EventSettingsStore};
+use crate::LineupError;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpiryReport {
+    #[serde(flatten)]
+    pub sweep: SweepReport,
+    /// Events whose queues were closed because every seat is sold.
+    pub sold_out: Vec<String>,
+}
+
+pub struct Expiry<'a> {
+    pub sweeper: &'a dyn HoldSweeper,
+    pub ledger: &'a dyn SeatLedger,
+    pub events: &'a dyn Admitter,
+    pub settings: &'a dyn EventSettingsStore,
+    pub clock: &'a dyn Clock,
+}
+
+impl Expiry<'_> {
+    pub async fn run(&self) -> Result<ExpiryReport, LineupError> {
+        let now = self.clock.now();
+        let sweep = self.sweeper.expire_lapsed(now).await?;
+        let mut sold_out = Vec::new();
+        for event in self.events.open_events().await? {
+            let seats = self.ledger.seat_map(&event, now).await?;
+            // Sold out: seats exist and none is AVAILABLE or HELD (a held seat may still lapse back).
+            if !seats.is_empty() && seats.iter().all(|seat| seat.status == SeatStatus::Sold) {
+                self.settings.close(&event).await?;
+                tracing::info!(event = %event, seats = seats.len(), "sold out: queue closed");
+                sold_out.push(event.as_str().to_owned());
+            }
+        }
+        tracing::info!(
+            orders_expired = sweep.orders_expired,
+            seats_released = sweep.seats_released,
+            sold_out = sold_out.len(),
+            "expiry sweep done"
+        );
+        Ok(ExpiryReport { sweep, sold_out })
+    }
+
+    /// The handler: checks it was given an EventBridge scheduled event, then runs.
+    pub async fn handle(
+        &self,
+        invocation: lambda_runtime::LambdaEvent<serde_json::Value>,
+    ) -> Result<ExpiryReport, LineupError> {
+        crate::admission::expect_scheduled_event(invocation.payload, "expire")?;
+        self.run().await
+    }
+}

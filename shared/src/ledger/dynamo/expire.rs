@@ -1,0 +1,57 @@
+//! The expiry sweep: finds lapsed PENDING orders through the sparse `pending_by_expiry` index,
+//! marks them EXPIRED and returns their seats to AVAILABLE. Correctness never waits for it (a
+//! hold re-takes lapsed seats by itself); it only makes the seat map and order status true.
+
+use std::time::SystemTime;
+
+use super::items::{from_item, n, s, OrderItem, PENDING_INDEX, PENDING_SHARDS};
+use super::{store_error, DynamoLedger};
+use crate::clock::unix_millis;
+use crate::ledger::{OrderStatus, SweepReport};
+use crate::LineupError;
+
+impl DynamoLedger {
+    pub(crate) async fn sweep_lapsed(&self, now: SystemTime) -> Result<SweepReport, LineupError> {
+        let now_ms = unix_millis(now);
+        let mut report = SweepReport::default();
+        for shard in 0..PENDING_SHARDS {
+            let lapsed: Vec<OrderItem> = self
+                .client
+                .query()
+                .table_name(&self.tables.orders)
+                .index_name(PENDING_INDEX)
+                .key_condition_expression("pending_shard = :shard AND expires_at < :now")
+                .expression_attribute_values(":shard", s(format!("PENDING#{shard}")))
+                .expression_attribute_values(":now", n(now_ms))
+                .into_paginator()
+                .items()
+                .send()
+                .collect::<Vec<_>>()
+                .await
+                .into_iter()
+                .map(|item| from_item(item.map_err(store_error)?))
+                .collect::<Result<_, LineupError>>()?;
+            for item in lapsed {
+                let order = item.into_order()?;
+                // The order first: if a payment won the race, it is no longer PENDING and its
+                // seats are sold; nothing to free.
+                if !self
+                    .end_pending_order(&order.order_id, OrderStatus::Expired, None, Some(now_ms))
+                    .await?
+                {
+                    continue;
+                }
+                report.orders_expired += 1;
+                for seat in &order.seat_ids {
+                    if self
+                        .free_seat(&order.event_id, seat, &order.order_id, Some(now_ms))
+                        .await?
+                    {
+                        report.seats_released += 1;
+                    }
+                }
+            }
+        }
+        Ok(report)
+    }
+}

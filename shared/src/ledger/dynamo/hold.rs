@@ -1,0 +1,294 @@
+//! Holding seats (one transaction: every seat's conditional update, the order, the customer's
+//! hold lock) and releasing them.
+
+use std::time::SystemTime;
+
+use aws_sdk_dynamodb::types::{
+    Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
+
+use super::items::{
+    from_item, hold_lock_key, n, order_key, pending_shard, s, seat_key, to_item, OrderItem,
+};
+use super::{condition_failed, store_error, transact, DynamoLedger, TransactionOutcome};
+use crate::clock::unix_millis;
+use crate::ids::{CustomerId, OrderId};
+use crate::ledger::{HoldRequest, Order, OrderStatus, HOLD_DURATION};
+use crate::LineupError;
+
+fn built<T, E>(result: Result<T, E>) -> T
+where
+    E: std::fmt::Debug,
+{
+    // The builders only fail when a required field is missing, which the code below always sets.
+    result.expect("all required fields are set")
+}
+
+impl DynamoLedger {
+    pub(crate) async fn hold_seats(&self, request: &HoldRequest) -> Result<Order, LineupError> {
+        let order_id = OrderId::generate();
+        let now = unix_millis(request.now);
+        let expires_at = unix_millis(request.now + HOLD_DURATION);
+
+        // Per seat: taken only if AVAILABLE, or HELD by a hold that has lapsed (correctness never
+        // waits for the expiry sweep), and only at the price the customer was shown.
+        let mut items: Vec<TransactWriteItem> = request
+            .seats
+            .iter()
+            .map(|seat| {
+                let update = Update::builder()
+                    .table_name(&self.tables.seats)
+                    .key("pk", seat_key(&request.event, &seat.seat_id))
+                    .update_expression(
+                        "SET #status = :held, held_by = :order, hold_expires_at = :expires",
+                    )
+                    .condition_expression(
+                        "attribute_exists(pk) AND price = :price AND \
+                         (#status = :available OR (#status = :held AND hold_expires_at < :now))",
+                    )
+                    .expression_attribute_names("#status", "status")
+                    .expression_attribute_values(":held", s("HELD"))
+                    .expression_attribute_values(":available", s("AVAILABLE"))
+                    .expression_attribute_values(":order", s(order_id.as_str()))
+                    .expression_attribute_values(":expires", n(expires_at))
+                    .expression_attribute_values(":now", n(now))
+                    .expression_attribute_values(":price", n(seat.price))
+                    .return_values_on_condition_check_failure(
+                        ReturnValuesOnConditionCheckFailure::AllOld,
+                    );
+                TransactWriteItem::builder()
+                    .update(built(update.build()))
+                    .build()
+            })
+            .collect();
+
+        let order = OrderItem {
+            pk: format!("ORDER#{order_id}"),
+            order_id: order_id.as_str().to_owned(),
+            event_id: request.event.as_str().to_owned(),
+            customer_id: request.customer.as_str().to_owned(),
+            seat_ids: request
+                .seats
+                .iter()
+                .map(|seat| seat.seat_id.as_str().to_owned())
+                .collect(),
+            amount: request.seats.iter().map(|seat| seat.price).sum(),
+            currency: request
+                .seats
+                .first()
+                .map(|seat| seat.currency.clone())
+                .unwrap_or_default(),
+            status: OrderStatus::Pending,
+            created_at: now,
+            expires_at,
+            pending_shard: Some(pending_shard(&order_id)),
+            payment_id: None,
+        };
+        let put_order = Put::builder()
+            .table_name(&self.tables.orders)
+            .set_item(Some(to_item(&order)?))
+            .condition_expression("attribute_not_exists(pk)");
+        items.push(
+            TransactWriteItem::builder()
+                .put(built(put_order.build()))
+                .build(),
+        );
+
+        // One open hold per customer per event: the lock is free if absent or lapsed.
+        let lock = Put::builder()
+            .table_name(&self.tables.orders)
+            .item("pk", hold_lock_key(&request.event, &request.customer))
+            .item("order_id", s(order_id.as_str()))
+            .item("expires_at", n(expires_at))
+            .condition_expression("attribute_not_exists(pk) OR expires_at < :now")
+            .expression_attribute_values(":now", n(now));
+        items.push(
+            TransactWriteItem::builder()
+                .put(built(lock.build()))
+                .build(),
+        );
+
+        match transact(&self.client, items).await? {
+            TransactionOutcome::Done(()) => order.into_order(),
+            TransactionOutcome::Cancelled(reasons) => {
+                let taken: Vec<String> = request
+                    .seats
+                    .iter()
+                    .zip(&reasons)
+                    .filter(|(_, reason)| condition_failed(reason))
+                    .map(|(seat, _)| seat.seat_id.as_str().to_owned())
+                    .collect();
+                if !taken.is_empty() {
+                    return Err(LineupError::Conflict {
+                        code: "seats_unavailable",
+                        message: format!("{} of the seats asked for are taken", taken.len()),
+                        seat_ids: taken,
+                    });
+                }
+                if reasons.last().is_some_and(condition_failed) {
+                    return Err(LineupError::Conflict {
+                        code: "hold_exists",
+                        message: "you already hold seats for this event; pay for them or release them first"
+                            .to_owned(),
+                        seat_ids: Vec::new(),
+                    });
+                }
+                Err(LineupError::UnexpectedReply {
+                    operation: "hold",
+                    reply: format!("{reasons:?}"),
+                })
+            }
+        }
+    }
+
+    pub(crate) async fn read_order(
+        &self,
+        order: &OrderId,
+    ) -> Result<Option<OrderItem>, LineupError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.tables.orders)
+            .key("pk", order_key(order))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(store_error)?;
+        output.item.map(from_item).transpose()
+    }
+
+    /// Release: the order goes PENDING → RELEASED (only the owner's, only while pending), then
+    /// each seat it still holds goes back to AVAILABLE, and the customer's hold lock is freed.
+    /// Seats are released one by one after the order, each conditioned on still being held by
+    /// this order: if the function stops half-way, the rest lapse on their own five minutes later.
+    pub(crate) async fn release_order(
+        &self,
+        order_id: &OrderId,
+        customer: &CustomerId,
+        now: SystemTime,
+    ) -> Result<(), LineupError> {
+        let Some(order) = self.read_order(order_id).await? else {
+            return Err(LineupError::NotFound("no such order for this customer"));
+        };
+        if order.customer_id != customer.as_str() {
+            return Err(LineupError::NotFound("no such order for this customer"));
+        }
+        let ended = self
+            .end_pending_order(order_id, OrderStatus::Released, Some(customer), None)
+            .await?;
+        if !ended {
+            return Err(LineupError::Conflict {
+                code: "order_not_pending",
+                message: "this order is no longer pending (paid, expired or released)".to_owned(),
+                seat_ids: Vec::new(),
+            });
+        }
+        let order = order.into_order()?;
+        for seat in &order.seat_ids {
+            self.free_seat(&order.event_id, seat, order_id, None)
+                .await?;
+        }
+        let _ = now;
+        self.client
+            .delete_item()
+            .table_name(&self.tables.orders)
+            .key("pk", hold_lock_key(&order.event_id, customer))
+            .condition_expression("order_id = :order")
+            .expression_attribute_values(":order", s(order_id.as_str()))
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|error| {
+                if is_condition_failure(&error) {
+                    Ok(())
+                } else {
+                    Err(store_error(error))
+                }
+            })
+    }
+
+    /// PENDING → `status`, removing the order from the pending index. `Ok(false)` when the order
+    /// was not pending (or not the customer's, or not lapsed by `lapsed_before`).
+    pub(crate) async fn end_pending_order(
+        &self,
+        order_id: &OrderId,
+        status: OrderStatus,
+        customer: Option<&CustomerId>,
+        lapsed_before: Option<u64>,
+    ) -> Result<bool, LineupError> {
+        let mut condition = "#status = :pending".to_owned();
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.tables.orders)
+            .key("pk", order_key(order_id))
+            .update_expression("SET #status = :new REMOVE pending_shard")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":pending", s("PENDING"))
+            .expression_attribute_values(":new", s(status_name(status)));
+        if let Some(customer) = customer {
+            condition.push_str(" AND customer_id = :customer");
+            update = update.expression_attribute_values(":customer", s(customer.as_str()));
+        }
+        if let Some(before) = lapsed_before {
+            condition.push_str(" AND expires_at < :now");
+            update = update.expression_attribute_values(":now", n(before));
+        }
+        match update.condition_expression(condition).send().await {
+            Ok(_) => Ok(true),
+            Err(error) if is_condition_failure(&error) => Ok(false),
+            Err(error) => Err(store_error(error)),
+        }
+    }
+
+    /// HELD by `order` → AVAILABLE (only if `lapsed_before` is passed: only when lapsed).
+    /// `Ok(false)` when the seat was no longer this order's.
+    pub(crate) async fn free_seat(
+        &self,
+        event: &crate::ids::EventId,
+        seat: &crate::ids::SeatId,
+        order: &OrderId,
+        lapsed_before: Option<u64>,
+    ) -> Result<bool, LineupError> {
+        let mut condition = "#status = :held AND held_by = :order".to_owned();
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.tables.seats)
+            .key("pk", seat_key(event, seat))
+            .update_expression("SET #status = :available REMOVE held_by, hold_expires_at")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":held", s("HELD"))
+            .expression_attribute_values(":available", s("AVAILABLE"))
+            .expression_attribute_values(":order", s(order.as_str()));
+        if let Some(before) = lapsed_before {
+            condition.push_str(" AND hold_expires_at < :now");
+            update = update.expression_attribute_values(":now", n(before));
+        }
+        match update.condition_expression(condition).send().await {
+            Ok(_) => Ok(true),
+            Err(error) if is_condition_failure(&error) => Ok(false),
+            Err(error) => Err(store_error(error)),
+        }
+    }
+}
+
+pub(crate) fn status_name(status: OrderStatus) -> &'static str {
+    match status {
+        OrderStatus::Pending => "PENDING",
+        OrderStatus::Paid => "PAID",
+        OrderStatus::Expired => "EXPIRED",
+        OrderStatus::Released => "RELEASED",
+        OrderStatus::RefundRequired => "REFUND_REQUIRED",
+    }
+}
+
+/// Whether a single-item write failed its condition (an answer, not an error).
+pub(crate) fn is_condition_failure<E, R>(error: &aws_sdk_dynamodb::error::SdkError<E, R>) -> bool
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
+{
+    error
+        .as_service_error()
+        .is_some_and(|service| service.code() == Some("ConditionalCheckFailedException"))
+}

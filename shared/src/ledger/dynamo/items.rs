@@ -1,0 +1,166 @@
+//! The items as stored, and their keys. Attribute names are snake_case; times are Unix
+//! milliseconds (numbers, so conditions can compare them).
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize};
+
+use crate::clock::from_unix_millis;
+use crate::ids::{CustomerId, EventId, OrderId, SeatId};
+use crate::ledger::{Order, OrderStatus, Seat, SeatStatus};
+use crate::LineupError;
+
+pub(crate) type Item = HashMap<String, AttributeValue>;
+
+/// The seat map is read through a GSI whose partition key is one of this many shards per event:
+/// all of an event's seats under one GSI key would funnel every seat write into one index
+/// partition (about 1,000 writes/s), throttling the table at the worst moment.
+pub const SEAT_MAP_SHARDS: u32 = 8;
+/// Pending orders are found by the expiry sweep through a sparse GSI, spread over this many keys.
+pub const PENDING_SHARDS: u32 = 8;
+
+pub(crate) const SEAT_MAP_INDEX: &str = "seat_map";
+pub(crate) const PENDING_INDEX: &str = "pending_by_expiry";
+
+pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+pub(crate) fn n(value: impl ToString) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+/// FNV-1a: a stable hash (the same in every process and version), for shard numbers.
+fn stable_hash(text: &str) -> u32 {
+    text.bytes().fold(0x811c_9dc5u32, |hash, byte| {
+        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
+    })
+}
+
+pub(crate) fn seat_key(event: &EventId, seat: &SeatId) -> AttributeValue {
+    s(format!("{event}#{seat}"))
+}
+
+pub(crate) fn seat_map_shard(event: &EventId, shard: u32) -> String {
+    format!("{event}#{shard}")
+}
+
+pub(crate) fn order_key(order: &OrderId) -> AttributeValue {
+    s(format!("ORDER#{order}"))
+}
+
+/// The record that makes "one open hold per customer per event" a condition, not a query.
+pub(crate) fn hold_lock_key(event: &EventId, customer: &CustomerId) -> AttributeValue {
+    s(format!("HOLD#{event}#{customer}"))
+}
+
+pub(crate) fn idempotency_key(key: &str) -> AttributeValue {
+    s(format!("IDEMPOTENCY#{key}"))
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct SeatItem {
+    pub pk: String,
+    pub event_id: String,
+    pub seat_id: String,
+    pub map_shard: String,
+    pub section: String,
+    pub price: i64,
+    pub currency: String,
+    pub status: SeatStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_expires_at: Option<u64>,
+}
+
+impl SeatItem {
+    pub fn new(event: &EventId, seat: &crate::ledger::NewSeat) -> Self {
+        let shard = stable_hash(seat.seat_id.as_str()) % SEAT_MAP_SHARDS;
+        Self {
+            pk: format!("{event}#{}", seat.seat_id),
+            event_id: event.as_str().to_owned(),
+            seat_id: seat.seat_id.as_str().to_owned(),
+            map_shard: seat_map_shard(event, shard),
+            section: seat.section.clone(),
+            price: seat.price,
+            currency: seat.currency.clone(),
+            status: SeatStatus::Available,
+            held_by: None,
+            hold_expires_at: None,
+        }
+    }
+
+    /// The seat as customers see it: a hold that has lapsed is AVAILABLE, sweep or not.
+    pub fn into_seat(self, now_ms: u64) -> Result<Seat, LineupError> {
+        let lapsed =
+            self.status == SeatStatus::Held && self.hold_expires_at.is_some_and(|at| at <= now_ms);
+        Ok(Seat {
+            seat_id: SeatId::parse(&self.seat_id)?,
+            section: self.section,
+            price: self.price,
+            currency: self.currency,
+            status: if lapsed {
+                SeatStatus::Available
+            } else {
+                self.status
+            },
+        })
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct OrderItem {
+    pub pk: String,
+    pub order_id: String,
+    pub event_id: String,
+    pub customer_id: String,
+    pub seat_ids: Vec<String>,
+    pub amount: i64,
+    pub currency: String,
+    pub status: OrderStatus,
+    pub created_at: u64,
+    pub expires_at: u64,
+    /// Present only while PENDING: the sparse index the expiry sweep reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_shard: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_id: Option<String>,
+}
+
+pub(crate) fn pending_shard(order: &OrderId) -> String {
+    format!("PENDING#{}", stable_hash(order.as_str()) % PENDING_SHARDS)
+}
+
+impl OrderItem {
+    pub fn into_order(self) -> Result<Order, LineupError> {
+        let unexpected = |_| LineupError::UnexpectedReply {
+            operation: "order item",
+            reply: self.pk.clone(),
+        };
+        Ok(Order {
+            order_id: OrderId::parse(&self.order_id).map_err(unexpected)?,
+            event_id: EventId::parse(&self.event_id).map_err(unexpected)?,
+            customer_id: CustomerId::parse(&self.customer_id).map_err(unexpected)?,
+            seat_ids: self
+                .seat_ids
+                .iter()
+                .map(|seat| SeatId::parse(seat))
+                .collect::<Result<_, _>>()
+                .map_err(unexpected)?,
+            amount: self.amount,
+            currency: self.currency.clone(),
+            status: self.status,
+            expires_at: from_unix_millis(self.expires_at),
+        })
+    }
+}
+
+pub(crate) fn to_item<T: Serialize>(value: &T) -> Result<Item, LineupError> {
+    serde_dynamo::to_item(value).map_err(|error| LineupError::MalformedItem(Box::new(error)))
+}
+
+pub(crate) fn from_item<T: for<'de> Deserialize<'de>>(item: Item) -> Result<T, LineupError> {
+    serde_dynamo::from_item(item).map_err(|error| LineupError::MalformedItem(Box::new(error)))
+}

@@ -1,0 +1,206 @@
+//! The DynamoDB adapter of the ledger ports.
+//!
+//! Three tables (see [`tables`] for their keys and why):
+//! - seats: one item per seat, keyed by event and seat, so an on-sale's writes spread over as
+//!   many partitions as it has seats and no item is written by every hold;
+//! - orders: orders, plus the small records that make rules atomic (one open hold per customer
+//!   per event; one answer per payment idempotency key), in the same table so a transaction can
+//!   write them together;
+//! - outbox: events for `outbox-stream`, written in the same transaction as the sale.
+
+pub mod confirm;
+pub mod expire;
+pub mod hold;
+pub mod items;
+pub mod seats;
+pub mod tables;
+
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::types::CancellationReason;
+use aws_sdk_dynamodb::Client;
+
+use crate::LineupError;
+
+/// The table names, from the environment (`SEATS_TABLE`, `ORDERS_TABLE`, `OUTBOX_TABLE`).
+#[derive(Debug, Clone)]
+pub struct TableNames {
+    pub seats: String,
+    pub orders: String,
+    pub outbox: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("environment variable {0} is not set")]
+pub struct MissingTable(pub &'static str);
+
+impl TableNames {
+    pub fn from_env() -> Result<Self, MissingTable> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, MissingTable> {
+        let required = |name: &'static str| {
+            lookup(name)
+                .filter(|v| !v.is_empty())
+                .ok_or(MissingTable(name))
+        };
+        Ok(Self {
+            seats: required("SEATS_TABLE")?,
+            orders: required("ORDERS_TABLE")?,
+            outbox: required("OUTBOX_TABLE")?,
+        })
+    }
+}
+
+#[derive(Clone)]
+pub struct DynamoLedger {
+    pub(crate) client: Client,
+    pub(crate) tables: TableNames,
+}
+
+impl DynamoLedger {
+    pub fn new(client: Client, tables: TableNames) -> Self {
+        Self { client, tables }
+    }
+
+    /// The ledger as a function builds it at cold start: table names from the environment, AWS
+    /// settings from the usual chain (which honours `AWS_ENDPOINT_URL`, for LocalStack or moto).
+    pub async fn from_env() -> Result<Self, MissingTable> {
+        let tables = TableNames::from_env()?;
+        let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        Ok(Self::new(Client::new(&aws), tables))
+    }
+}
+
+/// How many times a transaction is tried when DynamoDB reports a conflict with another one in
+/// flight on the same items (`TransactionConflict`); each retry waits a little longer.
+pub(crate) const TRANSACTION_ATTEMPTS: u32 = 4;
+
+/// Why a transaction was cancelled, item by item (in the order the items were sent).
+pub(crate) enum TransactionOutcome<T> {
+    Done(T),
+    Cancelled(Vec<CancellationReason>),
+}
+
+/// Any SDK error of an operation, into the domain error (keeping it as the source).
+pub(crate) fn store_error<E, R>(error: SdkError<E, R>) -> LineupError
+where
+    aws_sdk_dynamodb::Error: From<SdkError<E, R>>,
+{
+    LineupError::from(aws_sdk_dynamodb::Error::from(error))
+}
+
+/// Sends a transaction, retrying conflicts with other transactions; returns the cancellation
+/// reasons when a condition failed.
+pub(crate) async fn transact(
+    client: &Client,
+    items: Vec<aws_sdk_dynamodb::types::TransactWriteItem>,
+) -> Result<TransactionOutcome<()>, LineupError> {
+    use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let result = client
+            .transact_write_items()
+            .set_transact_items(Some(items.clone()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => return Ok(TransactionOutcome::Done(())),
+            Err(SdkError::ServiceError(service)) => {
+                if let TransactWriteItemsError::TransactionCanceledException(cancelled) =
+                    service.err()
+                {
+                    let reasons = cancelled.cancellation_reasons().to_vec();
+                    let conflict = reasons
+                        .iter()
+                        .any(|reason| reason.code() == Some("TransactionConflict"));
+                    if conflict && attempt < TRANSACTION_ATTEMPTS {
+                        tokio::time::sleep(backoff(attempt)).await;
+                        continue;
+                    }
+                    if !conflict {
+                        return Ok(TransactionOutcome::Cancelled(reasons));
+                    }
+                }
+                return Err(store_error(SdkError::ServiceError(service)));
+            }
+            Err(other) => return Err(store_error(other)),
+        }
+    }
+}
+
+/// 20 ms, 40 ms, 80 ms..., with up to 50 % random jitter so retries do not collide again.
+fn backoff(attempt: u32) -> std::time::Duration {
+    let base = 20u64 << attempt.min(6);
+    let jitter = (uuid::Uuid::new_v4().as_u128() as u64) % (base / 2 + 1);
+    std::time::Duration::from_millis(base + jitter)
+}
+
+/// Whether a cancellation reason is a failed condition (rather than "None": not the cause).
+pub(crate) fn condition_failed(reason: &CancellationReason) -> bool {
+    reason.code() == Some("ConditionalCheckFailed")
+}
+
+mod ports {
+    //! The ledger ports, implemented by delegating to the operation modules.
+    use std::time::SystemTime;
+
+    use async_trait::async_trait;
+
+    use super::DynamoLedger;
+    use crate::ids::{CustomerId, EventId, OrderId};
+    use crate::ledger::{
+        ConfirmAnswer, HoldRequest, HoldSweeper, Order, PaymentConfirmation, PaymentLedger, Seat,
+        SeatLedger, SweepReport,
+    };
+    use crate::LineupError;
+
+    #[async_trait]
+    impl SeatLedger for DynamoLedger {
+        async fn seat_map(
+            &self,
+            event: &EventId,
+            now: SystemTime,
+        ) -> Result<Vec<Seat>, LineupError> {
+            self.read_seat_map(event, now).await
+        }
+
+        async fn hold(&self, request: &HoldRequest) -> Result<Order, LineupError> {
+            self.hold_seats(request).await
+        }
+
+        async fn order(&self, order: &OrderId) -> Result<Option<Order>, LineupError> {
+            self.read_order(order)
+                .await?
+                .map(|item| item.into_order())
+                .transpose()
+        }
+
+        async fn release(
+            &self,
+            order: &OrderId,
+            customer: &CustomerId,
+            now: SystemTime,
+        ) -> Result<(), LineupError> {
+            self.release_order(order, customer, now).await
+        }
+    }
+
+    #[async_trait]
+    impl PaymentLedger for DynamoLedger {
+        async fn confirm(
+            &self,
+            payment: &PaymentConfirmation,
+        ) -> Result<(Order, ConfirmAnswer), LineupError> {
+            self.confirm_payment(payment).await
+        }
+    }
+
+    #[async_trait]
+    impl HoldSweeper for DynamoLedger {
+        async fn expire_lapsed(&self, now: SystemTime) -> Result<SweepReport, LineupError> {
+            self.sweep_lapsed(now).await
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! The tables' definitions, for local stacks and tests (in AWS, `template.yaml` creates them
+//! with the same keys). Why these keys:
+//!
+//! - seats `pk` = `<eventId>#<seatId>`: one partition per seat, so holds on different seats never
+//!   contend, and a hot on-sale spreads over the table. The seat map reads GSI `seat_map`
+//!   (`map_shard` = `<eventId>#<0..8>`, `seat_id`): eight keys per event, not one hot key.
+//! - orders `pk` = `ORDER#<id>` | `HOLD#<event>#<customer>` | `IDEMPOTENCY#<key>`: each record
+//!   its own partition; one table so a transaction can write an order with its lock or its
+//!   idempotency record. Sparse GSI `pending_by_expiry` (`pending_shard`, `expires_at`) holds
+//!   only PENDING orders, so the expiry sweep reads nothing else.
+//! - outbox `outboxId`, with a stream (new images) feeding `outbox-stream`.
+
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+};
+use aws_sdk_dynamodb::Client;
+
+use super::items::{PENDING_INDEX, SEAT_MAP_INDEX};
+use super::{store_error, TableNames};
+use crate::LineupError;
+
+fn attribute(name: &str, kind: ScalarAttributeType) -> AttributeDefinition {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(kind)
+        .build()
+        .expect("name and type are set")
+}
+
+fn key(name: &str, kind: KeyType) -> KeySchemaElement {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(kind)
+        .build()
+        .expect("name and type are set")
+}
+
+fn index(name: &str, hash: &str, range: &str) -> GlobalSecondaryIndex {
+    GlobalSecondaryIndex::builder()
+        .index_name(name)
+        .key_schema(key(hash, KeyType::Hash))
+        .key_schema(key(range, KeyType::Range))
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()
+        .expect("name, keys and projection are set")
+}
+
+/// Creates the three tables (on-demand). For local stacks and tests only.
+pub async fn create_tables(client: &Client, tables: &TableNames) -> Result<(), LineupError> {
+    use ScalarAttributeType::{N, S};
+    client
+        .create_table()
+        .table_name(&tables.seats)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute("pk", S))
+        .attribute_definitions(attribute("map_shard", S))
+        .attribute_definitions(attribute("seat_id", S))
+        .key_schema(key("pk", KeyType::Hash))
+        .global_secondary_indexes(index(SEAT_MAP_INDEX, "map_shard", "seat_id"))
+        .send()
+        .await
+        .map_err(store_error)?;
+    client
+        .create_table()
+        .table_name(&tables.orders)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute("pk", S))
+        .attribute_definitions(attribute("pending_shard", S))
+        .attribute_definitions(attribute("expires_at", N))
+        .key_schema(key("pk", KeyType::Hash))
+        .global_secondary_indexes(index(PENDING_INDEX, "pending_shard", "expires_at"))
+        .send()
+        .await
+        .map_err(store_error)?;
+    client
+        .create_table()
+        .table_name(&tables.outbox)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute("outboxId", S))
+        .key_schema(key("outboxId", KeyType::Hash))
+        .stream_specification(
+            StreamSpecification::builder()
+                .stream_enabled(true)
+                .stream_view_type(StreamViewType::NewImage)
+                .build()
+                .expect("stream enabled is set"),
+        )
+        .send()
+        .await
+        .map_err(store_error)?;
+    Ok(())
+}

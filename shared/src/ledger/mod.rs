@@ -1,0 +1,149 @@
+//! The seat ledger: seats, holds, orders and payments, where "never a seat sold twice" is kept.
+//! The ports here are what the use cases need; [`dynamo::DynamoLedger`] implements them with
+//! DynamoDB conditional writes and transactions (never a read-then-write).
+
+pub mod catalogue;
+pub mod dynamo;
+
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{CustomerId, EventId, OrderId, SeatId};
+use crate::LineupError;
+
+/// How long a hold keeps its seats.
+pub const HOLD_DURATION: Duration = Duration::from_secs(5 * 60);
+/// How many seats one hold may take.
+pub const MAX_SEATS_PER_HOLD: usize = 4;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SeatStatus {
+    Available,
+    Held,
+    Sold,
+}
+
+/// A seat as the seat map shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seat {
+    pub seat_id: SeatId,
+    pub section: String,
+    /// Minor units of `currency`.
+    pub price: i64,
+    pub currency: String,
+    pub status: SeatStatus,
+}
+
+/// A seat to create when seeding an event.
+#[derive(Debug, Clone)]
+pub struct NewSeat {
+    pub seat_id: SeatId,
+    pub section: String,
+    pub price: i64,
+    pub currency: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum OrderStatus {
+    /// Seats held, waiting for payment.
+    Pending,
+    Paid,
+    /// The hold lapsed unpaid (set by the `expire` sweep).
+    Expired,
+    /// The customer gave the seats back.
+    Released,
+    /// Paid after the hold lapsed and a seat went to someone else.
+    RefundRequired,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Order {
+    pub order_id: OrderId,
+    pub event_id: EventId,
+    pub customer_id: CustomerId,
+    pub seat_ids: Vec<SeatId>,
+    pub amount: i64,
+    pub currency: String,
+    pub status: OrderStatus,
+    pub expires_at: SystemTime,
+}
+
+/// What the hold function asks for, already validated (1–4 distinct seats, prices known).
+#[derive(Debug, Clone)]
+pub struct HoldRequest {
+    pub event: EventId,
+    pub customer: CustomerId,
+    /// The seats with the price the customer is shown (checked again inside the write).
+    pub seats: Vec<Seat>,
+    pub now: SystemTime,
+}
+
+/// The payment provider's word that an order was paid, with the request's idempotency key.
+#[derive(Debug, Clone)]
+pub struct PaymentConfirmation {
+    pub order_id: OrderId,
+    pub idempotency_key: String,
+    /// A digest of the request (order and body): the same key with another request is refused.
+    pub request_digest: String,
+    pub payment_id: String,
+    pub amount: i64,
+    pub currency: String,
+    pub now: SystemTime,
+}
+
+/// The first answer to a confirmation, stored with its idempotency key and replayed after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfirmAnswer {
+    pub order_id: String,
+    pub status: OrderStatus,
+}
+
+/// What one expiry sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SweepReport {
+    pub orders_expired: u64,
+    pub seats_released: u64,
+}
+
+#[async_trait]
+pub trait SeatLedger: Send + Sync {
+    /// Every seat of the event (empty when the event has no seats: unknown event). Statuses may
+    /// lag a few seconds; a lapsed hold shows as AVAILABLE.
+    async fn seat_map(&self, event: &EventId, now: SystemTime) -> Result<Vec<Seat>, LineupError>;
+
+    /// Holds all the seats or none, in one transaction. Fails with 409 `seats_unavailable`
+    /// (naming the seats taken) or 409 `hold_exists`.
+    async fn hold(&self, request: &HoldRequest) -> Result<Order, LineupError>;
+
+    async fn order(&self, order: &OrderId) -> Result<Option<Order>, LineupError>;
+
+    /// Gives a pending order's seats back. `NotFound` unless it is the customer's pending order.
+    async fn release(
+        &self,
+        order: &OrderId,
+        customer: &CustomerId,
+        now: SystemTime,
+    ) -> Result<(), LineupError>;
+}
+
+#[async_trait]
+pub trait PaymentLedger: Send + Sync {
+    /// Marks the order paid and its seats sold, once per idempotency key, writing the outbox
+    /// event in the same transaction. Returns the first answer on a replay.
+    async fn confirm(
+        &self,
+        payment: &PaymentConfirmation,
+    ) -> Result<(Order, ConfirmAnswer), LineupError>;
+}
+
+#[async_trait]
+pub trait HoldSweeper: Send + Sync {
+    /// Returns lapsed holds' seats to AVAILABLE and marks their orders EXPIRED.
+    async fn expire_lapsed(&self, now: SystemTime) -> Result<SweepReport, LineupError>;
+}

@@ -1,0 +1,666 @@
+//! `outbox-stream` end to end on the local emulator: outbox items are written to a table with a
+//! stream, read back from the emulator's DynamoDB stream, shaped into the event Lambda delivers,
+//! and published to a FIFO queue; then the same with a failing publisher, a poison record and
+//! events of the wrong kind. What matters: every outbox item reaches the queue exactly once, a
+//! failure never lets a later record be checkpointed, and a retry loses nothing.
+
+use std::borrow::Borrow;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
+    ScalarAttributeType, StreamSpecification, StreamViewType,
+};
+use aws_sdk_dynamodbstreams::types::{AttributeValue as StreamValue, Record, ShardIteratorType};
+use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use lambda_runtime::{Context, Diagnostic, LambdaEvent};
+use lineup::config::ConfigError;
+use lineup::outbox::sqs::{PublisherConfig, SqsPublisher};
+use lineup::outbox::stream::{handle, BatchItemFailure, StreamBatchResponse};
+use lineup::outbox::{OutboxEvent, OutboxEventKind, TicketPublisher};
+use lineup::LineupError;
+use lineup_tests::aws::{dynamo, dynamodb_streams, sqs, unique};
+use lineup_tests::sample;
+use serde_json::{json, Map, Value};
+
+// ----- the emulator: an outbox table with a stream, and a FIFO ticket queue -----
+
+struct Outbox {
+    table: String,
+    stream_arn: String,
+}
+
+async fn fresh_outbox() -> Outbox {
+    let table = unique("outbox");
+    let created = dynamo()
+        .await
+        .create_table()
+        .table_name(&table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name("outboxId")
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .unwrap(),
+        )
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name("outboxId")
+                .key_type(KeyType::Hash)
+                .build()
+                .unwrap(),
+        )
+        .stream_specification(
+            StreamSpecification::builder()
+                .stream_enabled(true)
+                .stream_view_type(StreamViewType::NewImage)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .expect("create the outbox table");
+    let stream_arn = created
+        .table_description()
+        .and_then(|table| table.latest_stream_arn())
+        .expect("the outbox table has a stream")
+        .to_owned();
+    Outbox { table, stream_arn }
+}
+
+async fn fresh_ticket_queue(client: &aws_sdk_sqs::Client) -> String {
+    client
+        .create_queue()
+        .queue_name(format!("{}.fifo", unique("tickets")))
+        .attributes(QueueAttributeName::FifoQueue, "true")
+        .send()
+        .await
+        .expect("create the ticket queue")
+        .queue_url()
+        .expect("a queue url")
+        .to_owned()
+}
+
+/// `count` ticket-issued events, each for its own order (so its own message group).
+fn outbox_events(count: usize) -> Vec<OutboxEvent> {
+    let order = unique("ord");
+    (0..count)
+        .map(|n| OutboxEvent {
+            outbox_id: unique("obx"),
+            kind: OutboxEventKind::TicketIssued,
+            event_id: "demo".to_owned(),
+            order_id: format!("{order}-{n}"),
+            customer_id: format!("customer-{n:05}"),
+            seat_ids: vec![format!("A-01-{n:02}"), format!("A-02-{n:02}")],
+            amount: 24_000 + n as i64,
+            currency: "USD".to_owned(),
+            occurred_at: format!("2026-01-01T10:00:{n:02}Z"),
+        })
+        .collect()
+}
+
+/// Writes the events as the confirm transaction does: the event's attributes plus a `ttl`.
+async fn write_outbox(outbox: &Outbox, events: &[OutboxEvent]) {
+    let client = dynamo().await;
+    for event in events {
+        let mut item: HashMap<String, AttributeValue> =
+            serde_dynamo::to_item(event).expect("an outbox event is an item");
+        item.insert("ttl".to_owned(), AttributeValue::N("1769853600".to_owned()));
+        put(&client, outbox, item).await;
+    }
+}
+
+async fn put(
+    client: &aws_sdk_dynamodb::Client,
+    outbox: &Outbox,
+    item: HashMap<String, AttributeValue>,
+) {
+    client
+        .put_item()
+        .table_name(&outbox.table)
+        .set_item(Some(item))
+        .condition_expression("attribute_not_exists(outboxId)")
+        .send()
+        .await
+        .expect("put an outbox item");
+}
+
+/// Every record of the outbox table's stream so far, in order, each shaped as Lambda delivers it
+/// in an event's `Records`.
+async fn stream_records(outbox: &Outbox) -> Vec<Value> {
+    let streams = dynamodb_streams().await;
+    let description = streams
+        .describe_stream()
+        .stream_arn(&outbox.stream_arn)
+        .send()
+        .await
+        .expect("describe the outbox stream")
+        .stream_description
+        .expect("a stream description");
+    let mut records = Vec::new();
+    for shard in description.shards() {
+        let mut iterator = streams
+            .get_shard_iterator()
+            .stream_arn(&outbox.stream_arn)
+            .shard_id(shard.shard_id().expect("a shard id"))
+            .shard_iterator_type(ShardIteratorType::TrimHorizon)
+            .send()
+            .await
+            .expect("get a shard iterator")
+            .shard_iterator;
+        while let Some(current) = iterator {
+            let page = streams
+                .get_records()
+                .shard_iterator(current)
+                .send()
+                .await
+                .expect("get stream records");
+            if page.records().is_empty() {
+                break;
+            }
+            records.extend(
+                page.records()
+                    .iter()
+                    .map(|record| lambda_record(record, &outbox.stream_arn)),
+            );
+            iterator = page.next_shard_iterator;
+        }
+    }
+    records
+}
+
+/// A DynamoDB Streams API record in the JSON shape of a Lambda event record.
+fn lambda_record(record: &Record, stream_arn: &str) -> Value {
+    let change = record
+        .dynamodb()
+        .expect("a stream record carries its change");
+    let mut dynamodb = Map::new();
+    if let Some(created) = change.approximate_creation_date_time() {
+        dynamodb.insert("ApproximateCreationDateTime".into(), created.secs().into());
+    }
+    if let Some(keys) = change.keys() {
+        dynamodb.insert("Keys".into(), dynamodb_item(keys));
+    }
+    if let Some(new_image) = change.new_image() {
+        dynamodb.insert("NewImage".into(), dynamodb_item(new_image));
+    }
+    if let Some(old_image) = change.old_image() {
+        dynamodb.insert("OldImage".into(), dynamodb_item(old_image));
+    }
+    dynamodb.insert("SequenceNumber".into(), change.sequence_number().into());
+    dynamodb.insert("SizeBytes".into(), change.size_bytes().unwrap_or(0).into());
+    dynamodb.insert(
+        "StreamViewType".into(),
+        change.stream_view_type().map(|view| view.as_str()).into(),
+    );
+    json!({
+        "eventID": record.event_id(),
+        "eventName": record.event_name().map(|name| name.as_str()),
+        "eventVersion": record.event_version(),
+        "eventSource": record.event_source(),
+        "awsRegion": record.aws_region(),
+        "eventSourceARN": stream_arn,
+        "dynamodb": dynamodb,
+    })
+}
+
+fn dynamodb_item(item: &HashMap<String, StreamValue>) -> Value {
+    Value::Object(
+        item.iter()
+            .map(|(name, value)| (name.clone(), dynamodb_json(value)))
+            .collect(),
+    )
+}
+
+/// DynamoDB JSON for the attribute types an outbox item can hold.
+fn dynamodb_json(value: &StreamValue) -> Value {
+    match value {
+        StreamValue::S(s) => json!({ "S": s }),
+        StreamValue::N(n) => json!({ "N": n }),
+        StreamValue::Bool(b) => json!({ "BOOL": b }),
+        StreamValue::Null(is_null) => json!({ "NULL": is_null }),
+        StreamValue::Ss(strings) => json!({ "SS": strings }),
+        StreamValue::L(list) => json!({ "L": list.iter().map(dynamodb_json).collect::<Vec<_>>() }),
+        StreamValue::M(map) => json!({ "M": dynamodb_item(map) }),
+        other => panic!("an outbox item holds no {other:?}"),
+    }
+}
+
+fn sequence_numbers(records: &[Value]) -> Vec<String> {
+    records
+        .iter()
+        .map(|record| {
+            record["dynamodb"]["SequenceNumber"]
+                .as_str()
+                .expect("every stream record has a sequence number")
+                .to_owned()
+        })
+        .collect()
+}
+
+/// A message as it came off the ticket queue.
+struct Received {
+    event: OutboxEvent,
+    group_id: Option<String>,
+    deduplication_id: Option<String>,
+}
+
+/// Receives and deletes every message on the queue. Deleting is needed: a FIFO queue holds a
+/// group's later messages back while earlier ones are in flight.
+async fn drain(client: &aws_sdk_sqs::Client, queue_url: &str) -> Vec<Received> {
+    let mut received = Vec::new();
+    loop {
+        let messages = client
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(0)
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .send()
+            .await
+            .expect("receive from the ticket queue")
+            .messages
+            .unwrap_or_default();
+        if messages.is_empty() {
+            return received;
+        }
+        for message in messages {
+            let body = message.body().expect("a message body");
+            let event = serde_json::from_str(body)
+                .unwrap_or_else(|e| panic!("message body {body} is not an outbox event: {e}"));
+            let attribute = |name| message.attributes().and_then(|a| a.get(&name)).cloned();
+            received.push(Received {
+                event,
+                group_id: attribute(MessageSystemAttributeName::MessageGroupId),
+                deduplication_id: attribute(MessageSystemAttributeName::MessageDeduplicationId),
+            });
+            client
+                .delete_message()
+                .queue_url(queue_url)
+                .receipt_handle(message.receipt_handle().expect("a receipt handle"))
+                .send()
+                .await
+                .expect("delete the message");
+        }
+    }
+}
+
+/// Messages on the queue, without receiving them (so without touching their deduplication).
+async fn messages_waiting(client: &aws_sdk_sqs::Client, queue_url: &str) -> usize {
+    let attributes = client
+        .get_queue_attributes()
+        .queue_url(queue_url)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+        .send()
+        .await
+        .expect("get queue attributes");
+    attributes
+        .attributes()
+        .and_then(|a| a.get(&QueueAttributeName::ApproximateNumberOfMessages))
+        .expect("the message count")
+        .parse()
+        .expect("a count")
+}
+
+// ----- publishers standing in around the SQS adapter -----
+
+/// Publishes through `inner`, except for the outbox ids in `failing`, which fail as a throttled
+/// SQS does. Remembers every outbox id it was asked to publish.
+struct Flaky<'a> {
+    inner: &'a dyn TicketPublisher,
+    failing: Mutex<HashSet<String>>,
+    attempted: Mutex<Vec<String>>,
+}
+
+impl<'a> Flaky<'a> {
+    fn failing_for(inner: &'a dyn TicketPublisher, outbox_ids: &[&str]) -> Self {
+        Self {
+            inner,
+            failing: Mutex::new(outbox_ids.iter().map(|id| id.to_string()).collect()),
+            attempted: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn heal(&self) {
+        self.failing.lock().unwrap().clear();
+    }
+
+    fn attempted(&self) -> Vec<String> {
+        self.attempted.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl TicketPublisher for Flaky<'_> {
+    async fn publish(&self, event: &OutboxEvent) -> Result<(), LineupError> {
+        self.attempted.lock().unwrap().push(event.outbox_id.clone());
+        let fails = self.failing.lock().unwrap().contains(&event.outbox_id);
+        if fails {
+            let throttled = aws_sdk_sqs::Error::RequestThrottled(
+                aws_sdk_sqs::types::error::RequestThrottled::builder()
+                    .message("Rate exceeded")
+                    .build(),
+            );
+            return Err(LineupError::PublishFailed(throttled.into()));
+        }
+        self.inner.publish(event).await
+    }
+}
+
+/// Keeps what it is given, in order.
+#[derive(Default)]
+struct Recording {
+    published: Mutex<Vec<OutboxEvent>>,
+}
+
+#[async_trait]
+impl TicketPublisher for Recording {
+    async fn publish(&self, event: &OutboxEvent) -> Result<(), LineupError> {
+        self.published.lock().unwrap().push(event.clone());
+        Ok(())
+    }
+}
+
+impl Recording {
+    fn outbox_ids(&self) -> Vec<String> {
+        let published = self.published.lock().unwrap();
+        published.iter().map(|e| e.outbox_id.clone()).collect()
+    }
+}
+
+fn invocation(payload: Value) -> LambdaEvent<Value> {
+    LambdaEvent::new(payload, Context::default())
+}
+
+fn batch(records: &[Value]) -> Value {
+    json!({ "Records": records })
+}
+
+fn failures(identifiers: &[String]) -> StreamBatchResponse {
+    StreamBatchResponse {
+        batch_item_failures: identifiers
+            .iter()
+            .map(|id| BatchItemFailure {
+                item_identifier: id.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn by_outbox_id(mut events: Vec<OutboxEvent>) -> Vec<OutboxEvent> {
+    events.sort_by(|a, b| a.outbox_id.cmp(&b.outbox_id));
+    events
+}
+
+// ----- against the emulator -----
+
+#[tokio::test]
+async fn every_outbox_item_becomes_exactly_one_message_on_the_fifo_queue() {
+    let (outbox, sqs) = (fresh_outbox().await, sqs().await);
+    let queue_url = fresh_ticket_queue(&sqs).await;
+    let events = outbox_events(5);
+    write_outbox(&outbox, &events).await;
+
+    let records = stream_records(&outbox).await;
+    assert_eq!(records.len(), 5, "one stream record per put: {records:#?}");
+    assert!(records.iter().all(|r| r["eventName"] == "INSERT"));
+
+    let publisher = SqsPublisher::new(sqs.clone(), &queue_url);
+    let response = handle(&publisher, invocation(batch(&records)))
+        .await
+        .expect("a DynamoDB stream event is handled");
+    assert_eq!(response, StreamBatchResponse::default());
+    assert_eq!(
+        serde_json::to_value(&response).unwrap(),
+        json!({ "batchItemFailures": [] }),
+        "the answer is in Lambda's partial batch response shape"
+    );
+
+    let received = drain(&sqs, &queue_url).await;
+    assert_eq!(received.len(), 5, "exactly one message per outbox item");
+    for message in &received {
+        assert_eq!(message.group_id.as_ref(), Some(&message.event.order_id));
+        assert_eq!(
+            message.deduplication_id.as_ref(),
+            Some(&message.event.outbox_id)
+        );
+    }
+    assert_eq!(
+        by_outbox_id(received.into_iter().map(|m| m.event).collect()),
+        by_outbox_id(events),
+        "each message body is the stored outbox event (without the item's ttl)"
+    );
+}
+
+#[tokio::test]
+async fn a_failure_reports_that_record_and_all_after_it_and_the_retry_loses_nothing() {
+    let (outbox, sqs) = (fresh_outbox().await, sqs().await);
+    let queue_url = fresh_ticket_queue(&sqs).await;
+    let events = outbox_events(5);
+    write_outbox(&outbox, &events).await;
+    let records = stream_records(&outbox).await;
+    let sequence = sequence_numbers(&records);
+    let ids: Vec<String> = events.iter().map(|e| e.outbox_id.clone()).collect();
+
+    let sqs_publisher = SqsPublisher::new(sqs.clone(), &queue_url);
+    let flaky = Flaky::failing_for(&sqs_publisher, &[&ids[2]]);
+    let response = handle(&flaky, invocation(batch(&records))).await.unwrap();
+    assert_eq!(
+        response,
+        failures(&sequence[2..]),
+        "the 3rd record failed, so the 3rd, 4th and 5th are reported"
+    );
+    assert_eq!(
+        flaky.attempted(),
+        ids[..3],
+        "nothing after the failed record is published"
+    );
+    assert_eq!(messages_waiting(&sqs, &queue_url).await, 2);
+
+    // Lambda retries from the lowest reported sequence number, with the publisher healed.
+    let lowest = response
+        .batch_item_failures
+        .iter()
+        .map(|f| {
+            f.item_identifier
+                .parse::<u128>()
+                .expect("a numeric sequence number")
+        })
+        .min()
+        .expect("some failures");
+    let from = sequence
+        .iter()
+        .position(|s| s.parse::<u128>().unwrap() == lowest)
+        .expect("the reported sequence number is one of the batch's");
+    flaky.heal();
+    let retried = handle(&flaky, invocation(batch(&records[from..])))
+        .await
+        .unwrap();
+    assert_eq!(retried, StreamBatchResponse::default());
+    assert_eq!(flaky.attempted()[3..], ids[2..]);
+    assert_eq!(messages_waiting(&sqs, &queue_url).await, 5);
+
+    // Handing over records already sent (as a retried whole batch would) adds no message: the
+    // deduplication id is the outbox id. moto forgets a deduplication id once its message is
+    // deleted (AWS keeps it for 5 minutes), so this is checked before the queue is drained.
+    let again = handle(&sqs_publisher, invocation(batch(&records)))
+        .await
+        .unwrap();
+    assert_eq!(again, StreamBatchResponse::default());
+    assert_eq!(messages_waiting(&sqs, &queue_url).await, 5);
+
+    let received = drain(&sqs, &queue_url).await;
+    assert_eq!(received.len(), 5, "no duplicate messages");
+    let received_ids: BTreeSet<String> =
+        received.iter().map(|m| m.event.outbox_id.clone()).collect();
+    assert_eq!(
+        received_ids,
+        ids.iter().cloned().collect::<BTreeSet<_>>(),
+        "no outbox item lost"
+    );
+}
+
+#[tokio::test]
+async fn a_poison_record_is_reported_failed_with_every_record_after_it() {
+    let (outbox, sqs) = (fresh_outbox().await, sqs().await);
+    let queue_url = fresh_ticket_queue(&sqs).await;
+    let events = outbox_events(2);
+    write_outbox(&outbox, &events[..1]).await;
+    // An item missing most of the event's fields (a hand edit, or a bug in a writer).
+    let poison = HashMap::from([
+        ("outboxId".to_owned(), AttributeValue::S(unique("obx"))),
+        (
+            "type".to_owned(),
+            AttributeValue::S("ticket_issued".to_owned()),
+        ),
+        ("eventId".to_owned(), AttributeValue::S("demo".to_owned())),
+    ]);
+    put(&dynamo().await, &outbox, poison).await;
+    write_outbox(&outbox, &events[1..]).await;
+    let records = stream_records(&outbox).await;
+    assert_eq!(records.len(), 3);
+    let sequence = sequence_numbers(&records);
+
+    let publisher = SqsPublisher::new(sqs.clone(), &queue_url);
+    let response = handle(&publisher, invocation(batch(&records)))
+        .await
+        .unwrap();
+    assert_eq!(response, failures(&sequence[1..]));
+
+    let received = drain(&sqs, &queue_url).await;
+    assert_eq!(
+        received.into_iter().map(|m| m.event).collect::<Vec<_>>(),
+        events[..1],
+        "only the record before the poison one is published"
+    );
+}
+
+#[tokio::test]
+async fn a_queue_that_does_not_exist_is_publish_failed_with_the_sdk_error_kept() {
+    let sqs = sqs().await;
+    let queue_url = fresh_ticket_queue(&sqs).await;
+    let publisher = SqsPublisher::new(
+        sqs,
+        format!("{}-gone.fifo", queue_url.trim_end_matches(".fifo")),
+    );
+    let error = publisher
+        .publish(&outbox_events(1)[0])
+        .await
+        .expect_err("no such queue");
+    let LineupError::PublishFailed(sdk_error) = &error else {
+        panic!("expected PublishFailed, got {error:?}");
+    };
+    // `borrow` reaches the SDK error whether the variant holds it boxed or not.
+    let sdk_error: &aws_sdk_sqs::Error = sdk_error.borrow();
+    assert!(
+        matches!(sdk_error, aws_sdk_sqs::Error::QueueDoesNotExist(_)),
+        "{sdk_error:?}"
+    );
+    assert!(std::error::Error::source(&error).is_some());
+    assert_eq!(error.code(), "service_unavailable");
+}
+
+// ----- the sample events, without the emulator -----
+
+#[tokio::test]
+async fn the_sample_event_publishes_its_two_inserts_and_skips_the_remove() {
+    let recording = Recording::default();
+    let response = handle(&recording, invocation(sample("outbox-stream.json")))
+        .await
+        .expect("the sample is a DynamoDB stream event");
+    assert_eq!(response, StreamBatchResponse::default());
+    let published = recording.published.lock().unwrap().clone();
+    assert_eq!(
+        published,
+        [
+            OutboxEvent {
+                outbox_id: "obx-01jgx3k9v2a7f4m8q6r1t5w0yz".to_owned(),
+                kind: OutboxEventKind::TicketIssued,
+                event_id: "demo".to_owned(),
+                order_id: "ord-4f1c2a9e7b3d".to_owned(),
+                customer_id: "customer-0001".to_owned(),
+                seat_ids: vec!["A-12-07".to_owned(), "A-12-08".to_owned()],
+                amount: 24_000,
+                currency: "USD".to_owned(),
+                occurred_at: "2026-01-01T10:00:00Z".to_owned(),
+            },
+            OutboxEvent {
+                outbox_id: "obx-01jgx3mb8d5c2e9h7k4n3p6s1u".to_owned(),
+                kind: OutboxEventKind::RefundRequired,
+                event_id: "demo".to_owned(),
+                order_id: "ord-9a8b7c6d5e4f".to_owned(),
+                customer_id: "customer-0002".to_owned(),
+                seat_ids: vec!["B-03-11".to_owned()],
+                amount: 12_000,
+                currency: "USD".to_owned(),
+                occurred_at: "2026-01-01T10:01:00Z".to_owned(),
+            },
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_failure_also_reports_the_later_records_that_publish_nothing() {
+    let recording = Recording::default();
+    let flaky = Flaky::failing_for(&recording, &["obx-01jgx3k9v2a7f4m8q6r1t5w0yz"]);
+    let sample = sample("outbox-stream.json");
+    let records = sample["Records"].as_array().unwrap().clone();
+    let response = handle(&flaky, invocation(sample)).await.unwrap();
+    assert_eq!(
+        response,
+        failures(&sequence_numbers(&records)),
+        "the first INSERT failed: it, the second INSERT and the REMOVE are all reported"
+    );
+    assert_eq!(flaky.attempted(), ["obx-01jgx3k9v2a7f4m8q6r1t5w0yz"]);
+    assert!(recording.outbox_ids().is_empty());
+}
+
+#[tokio::test]
+async fn events_that_are_not_dynamodb_stream_events_are_refused() {
+    let recording = Recording::default();
+    let mut mixed = sample("outbox-stream.json");
+    mixed["Records"][1]["eventSource"] = "aws:kinesis".into();
+    let mut no_change = sample("outbox-stream.json");
+    no_change["Records"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("dynamodb");
+    for (what, payload) in [
+        ("an SQS event", sample("outbox-stream-wrong-kind.json")),
+        ("an empty object", json!({})),
+        ("a scheduled event", sample("admit.json")),
+        ("a batch with a Kinesis record", mixed),
+        ("a record without its change", no_change),
+    ] {
+        let error = handle(&recording, invocation(payload))
+            .await
+            .expect_err(what);
+        assert_eq!(error.code(), "not_a_dynamodb_stream_event", "{what}");
+        let diagnostic = Diagnostic::from(error);
+        assert_eq!(
+            diagnostic.error_type, "not_a_dynamodb_stream_event",
+            "{what}"
+        );
+        assert!(!diagnostic.error_message.is_empty());
+    }
+    assert!(
+        recording.outbox_ids().is_empty(),
+        "nothing published from a refused event"
+    );
+}
+
+#[test]
+fn the_ticket_queue_url_is_required_at_cold_start() {
+    let missing = PublisherConfig::from_lookup(|_| None).expect_err("no queue url");
+    assert!(matches!(missing, ConfigError::Missing("TICKET_QUEUE_URL")));
+    assert!(missing.to_string().contains("TICKET_QUEUE_URL"));
+    assert!(PublisherConfig::from_lookup(|_| Some(String::new())).is_err());
+    let url = "https://sqs.us-east-1.amazonaws.com/123456789012/lineup-tickets.fifo";
+    let config =
+        PublisherConfig::from_lookup(|name| (name == "TICKET_QUEUE_URL").then(|| url.to_owned()))
+            .unwrap();
+    assert_eq!(config.queue_url, url);
+}
