@@ -13,7 +13,7 @@ import argparse
 import threading
 
 from moto.server import DomainDispatcherApplication, create_backend_app
-from werkzeug.serving import run_simple
+from werkzeug import serving
 
 DYNAMODB_LOCK = threading.Lock()
 
@@ -44,7 +44,10 @@ def main():
     parser.add_argument("--port", type=int, default=5005)
     args = parser.parse_args()
     app = SerialisedDynamoDB(DomainDispatcherApplication(create_backend_app))
-    run_simple(args.host, args.port, app, threaded=True, use_reloader=False)
+    # Race tests open hundreds of connections at once; werkzeug's default listen backlog (128)
+    # overflows and clients see connect timeouts. The kernel caps this at net.core.somaxconn.
+    serving.ThreadedWSGIServer.request_queue_size = 4096
+    serving.run_simple(args.host, args.port, app, threaded=True, use_reloader=False)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 //! they fail loudly; they never pass by skipping.
 
 pub mod aws;
+pub mod on_sale;
 pub mod redis_server;
 
 use std::collections::BTreeMap;
@@ -244,4 +245,11 @@ pub async fn snapshot(event: &EventId) -> BTreeMap<String, Value> {
         .unwrap();
     state.insert("open".to_owned(), open.into());
     state
+}
+
+/// Sends the library's logs (errors with their source chain) to the test output, once per
+/// process: `RUST_LOG=error cargo test ... -- --nocapture` shows why a request failed.
+pub fn logs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(lambda_runtime::tracing::init_default_subscriber);
 }

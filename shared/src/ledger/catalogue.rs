@@ -13,9 +13,16 @@ use crate::LineupError;
 
 type EventSeats = Arc<HashMap<SeatId, Seat>>;
 
+/// A request naming a seat the cached catalogue lacks reloads it, but not more often than this:
+/// otherwise a stream of made-up seat ids would turn every request into a full seat-map read.
+const MIN_RELOAD_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
 #[derive(Default)]
 pub struct SeatCatalogue {
-    events: Mutex<HashMap<EventId, EventSeats>>,
+    events: Mutex<HashMap<EventId, (EventSeats, std::time::Instant)>>,
+    /// One load at a time: requests that miss together wait for the first one's load instead of
+    /// each reading the whole seat map.
+    loading: tokio::sync::Mutex<()>,
 }
 
 impl SeatCatalogue {
@@ -30,9 +37,20 @@ impl SeatCatalogue {
         now: SystemTime,
     ) -> Result<Vec<Seat>, LineupError> {
         let cached = self.cached(event);
+        let usable = |cached: &(EventSeats, std::time::Instant)| {
+            wanted.iter().all(|seat| cached.0.contains_key(seat))
+                || cached.1.elapsed() < MIN_RELOAD_INTERVAL
+        };
         let known = match cached {
-            Some(seats) if wanted.iter().all(|seat| seats.contains_key(seat)) => seats,
-            _ => self.load(ledger, event, now).await?,
+            Some(cached) if usable(&cached) => cached.0,
+            _ => {
+                let _loading = self.loading.lock().await;
+                match self.cached(event) {
+                    // Loaded by another request while this one waited.
+                    Some(cached) if usable(&cached) => cached.0,
+                    _ => self.load(ledger, event, now).await?,
+                }
+            }
         };
         let unknown: Vec<String> = wanted
             .iter()
@@ -48,7 +66,7 @@ impl SeatCatalogue {
             .collect())
     }
 
-    fn cached(&self, event: &EventId) -> Option<EventSeats> {
+    fn cached(&self, event: &EventId) -> Option<(EventSeats, std::time::Instant)> {
         self.events
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -75,7 +93,7 @@ impl SeatCatalogue {
         self.events
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(event.clone(), seats.clone());
+            .insert(event.clone(), (seats.clone(), std::time::Instant::now()));
         Ok(seats)
     }
 }

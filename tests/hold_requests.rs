@@ -1,0 +1,356 @@
+//! The hold function's and the webhook's bad inputs each get the contract's 4xx and change
+//! nothing; the good paths (order status, release) do what they say.
+
+use http::StatusCode;
+use lambda_http::Request;
+use lineup::http::{confirm, holds};
+use lineup_tests::aws::unique;
+use lineup_tests::on_sale::{route, seat, OnSale, CURRENCY};
+use lineup_tests::*;
+use serde_json::{json, Value};
+
+fn with(mut value: Value, pointer: &str, replacement: Value) -> Value {
+    *value
+        .pointer_mut(pointer)
+        .unwrap_or_else(|| panic!("{pointer} in sample")) = replacement;
+    value
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_hold_and_webhook_requests_get_their_4xx_and_change_nothing() {
+    logs();
+    let sale = OnSale::with_seats(6).await;
+    let (alice, bob) = (customer(1), customer(2));
+    let tokens = sale.admit(&[alice.clone(), bob.clone()]).await;
+    let held = body(&sale.hold(&alice, &tokens[0], &[seat(1)]).await);
+    let order_id = held["orderId"].as_str().unwrap().to_owned();
+    let event = sale.event.as_str();
+
+    let hold_sample = |caller, token: Option<&str>, seats: Value| {
+        let mut value = route(&sample("hold.json"), &[("eventId", event)], caller);
+        value["body"] = json!({ "seatIds": seats }).to_string().into();
+        match token {
+            Some(token) => value["headers"]["x-queue-token"] = token.into(),
+            None => {
+                value["headers"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("x-queue-token");
+            }
+        }
+        value
+    };
+    let bobs = |seats: Value| hold_sample(Some(&bob), Some(&tokens[1]), seats);
+    let forged_token = tokens[1].replacen("v1.", "v1.x", 1);
+
+    let hold_cases: Vec<(&str, Value, StatusCode, &str)> = vec![
+        (
+            "no seats",
+            bobs(json!([])),
+            StatusCode::BAD_REQUEST,
+            "no_seats",
+        ),
+        (
+            "five seats",
+            route(
+                &with(
+                    sample("hold-too-many-seats.json"),
+                    "/headers/x-queue-token",
+                    tokens[1].clone().into(),
+                ),
+                &[("eventId", event)],
+                Some(&bob),
+            ),
+            StatusCode::BAD_REQUEST,
+            "too_many_seats",
+        ),
+        (
+            "duplicate seats",
+            bobs(json!(["A-002", "A-002"])),
+            StatusCode::BAD_REQUEST,
+            "duplicate_seats",
+        ),
+        (
+            "unknown seats",
+            bobs(json!(["A-002", "Z-999"])),
+            StatusCode::BAD_REQUEST,
+            "unknown_seats",
+        ),
+        (
+            "malformed seat id",
+            bobs(json!(["A 2"])),
+            StatusCode::BAD_REQUEST,
+            "invalid_seat_id",
+        ),
+        (
+            "seat id not a string",
+            bobs(json!([2])),
+            StatusCode::BAD_REQUEST,
+            "invalid_seat_id",
+        ),
+        (
+            "malformed JSON",
+            with(bobs(json!([])), "/body", "{\"seatIds\": [".into()),
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+        ),
+        (
+            "no seatIds",
+            with(bobs(json!([])), "/body", "{\"seats\": []}".into()),
+            StatusCode::BAD_REQUEST,
+            "invalid_body",
+        ),
+        (
+            "no token",
+            route(
+                &sample("hold-no-token.json"),
+                &[("eventId", event)],
+                Some(&bob),
+            ),
+            StatusCode::FORBIDDEN,
+            "access_denied",
+        ),
+        (
+            "forged token",
+            hold_sample(Some(&bob), Some(&forged_token), json!(["A-002"])),
+            StatusCode::FORBIDDEN,
+            "access_denied",
+        ),
+        (
+            "someone else's token",
+            hold_sample(Some(&bob), Some(&tokens[0]), json!(["A-002"])),
+            StatusCode::FORBIDDEN,
+            "access_denied",
+        ),
+        (
+            "no JWT",
+            hold_sample(None, Some(&tokens[1]), json!(["A-002"])),
+            StatusCode::UNAUTHORIZED,
+            "unauthenticated",
+        ),
+        (
+            "a second open hold",
+            hold_sample(Some(&alice), Some(&tokens[0]), json!(["A-003"])),
+            StatusCode::CONFLICT,
+            "hold_exists",
+        ),
+        (
+            "a seat someone holds",
+            bobs(json!(["A-001", "A-002"])),
+            StatusCode::CONFLICT,
+            "seats_unavailable",
+        ),
+        (
+            "release someone else's order",
+            route(
+                &sample("release.json"),
+                &[("eventId", event), ("orderId", &order_id)],
+                Some(&bob),
+            ),
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+        (
+            "someone else's order",
+            route(
+                &sample("order-foreign.json"),
+                &[("orderId", &order_id)],
+                Some(&bob),
+            ),
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+        (
+            "a malformed order id",
+            route(
+                &sample("order.json"),
+                &[("orderId", "not-a-uuid")],
+                Some(&alice),
+            ),
+            StatusCode::BAD_REQUEST,
+            "invalid_order_id",
+        ),
+        (
+            "the seat map of an unknown event",
+            route(
+                &sample("seats.json"),
+                &[("eventId", "no-such-event")],
+                Some(&alice),
+            ),
+            StatusCode::NOT_FOUND,
+            "event_not_found",
+        ),
+        (
+            "an unknown route",
+            with(
+                bobs(json!(["A-002"])),
+                "/requestContext/routeKey",
+                "PUT /events/{eventId}/holds".into(),
+            ),
+            StatusCode::NOT_FOUND,
+            "route_not_found",
+        ),
+    ];
+
+    let payment = json!({ "paymentId": "pay_1", "amount": 12_000, "currency": CURRENCY });
+    let confirm_cases: Vec<(&str, Request, StatusCode, &str)> = vec![
+        (
+            "no idempotency key",
+            sale.confirm_request(&order_id, "", &payment),
+            StatusCode::BAD_REQUEST,
+            "missing_idempotency_key",
+        ),
+        (
+            "malformed body",
+            {
+                let text = "{\"paymentId\": 1}";
+                let signature = on_sale_signature(&sale, text);
+                sale.confirm_request_signed(&order_id, &unique("key"), text, Some(&signature))
+            },
+            StatusCode::BAD_REQUEST,
+            "invalid_body",
+        ),
+        (
+            "wrong amount",
+            sale.confirm_request(
+                &order_id,
+                &unique("key"),
+                &json!({ "paymentId": "p", "amount": 1, "currency": CURRENCY }),
+            ),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "payment_mismatch",
+        ),
+        (
+            "wrong currency",
+            sale.confirm_request(
+                &order_id,
+                &unique("key"),
+                &json!({ "paymentId": "p", "amount": 12_000, "currency": "EUR" }),
+            ),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "payment_mismatch",
+        ),
+        (
+            "unknown order",
+            sale.confirm_request(
+                "7d5c9a8e-1f0b-4a3c-9e2d-6b8a7c5d4e3f",
+                &unique("key"),
+                &payment,
+            ),
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+        (
+            "malformed order id",
+            sale.confirm_request("nope", &unique("key"), &payment),
+            StatusCode::BAD_REQUEST,
+            "invalid_order_id",
+        ),
+        (
+            "bad signature (sample)",
+            request(&route(
+                &sample("confirm-bad-signature.json"),
+                &[("orderId", &order_id)],
+                None,
+            )),
+            StatusCode::UNAUTHORIZED,
+            "invalid_signature",
+        ),
+    ];
+
+    let before = sale.snapshot().await;
+    for (name, event, status, code) in hold_cases {
+        let response = holds::handle(&sale.hold_api, request(&event)).await;
+        assert_eq!(response.status(), status, "{name}: {}", body(&response));
+        assert_eq!(error_code(&response), code, "{name}");
+        if code == "unknown_seats" {
+            assert_eq!(body(&response)["error"]["seatIds"], json!(["Z-999"]));
+        }
+        if code == "seats_unavailable" {
+            assert_eq!(
+                body(&response)["error"]["seatIds"],
+                json!(["A-001"]),
+                "only the taken seat is named"
+            );
+        }
+        assert_eq!(
+            sale.snapshot().await,
+            before,
+            "{name} changed what is stored"
+        );
+    }
+    for (name, request, status, code) in confirm_cases {
+        let response = confirm::handle(&sale.confirm_api, request).await;
+        assert_eq!(response.status(), status, "{name}: {}", body(&response));
+        assert_eq!(error_code(&response), code, "{name}");
+        assert_eq!(
+            sale.snapshot().await,
+            before,
+            "{name} changed what is stored"
+        );
+    }
+    assert!(
+        sale.is_admitted(&alice).await && sale.is_admitted(&bob).await,
+        "nobody lost their admission"
+    );
+}
+
+fn on_sale_signature(sale: &OnSale, body: &str) -> String {
+    use lineup::clock::Clock;
+    lineup_tests::on_sale::webhook_secret().sign(sale.clock.now(), body.as_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_order_can_be_looked_up_and_released_by_its_owner() {
+    logs();
+    let sale = OnSale::with_seats(4).await;
+    let alice = customer(1);
+    let token = &sale.admit(std::slice::from_ref(&alice)).await[0];
+    let held = sale.hold(&alice, token, &[seat(2), seat(3)]).await;
+    assert_eq!(held.status(), StatusCode::CREATED);
+    let held = body(&held);
+    assert_eq!(held["seatIds"], json!(["A-002", "A-003"]));
+    assert_eq!(held["amount"], 24_000);
+    assert_eq!(held["status"], "PENDING");
+    let order_id = held["orderId"].as_str().unwrap();
+
+    let status = holds::handle(
+        &sale.hold_api,
+        request(&route(
+            &sample("order.json"),
+            &[("orderId", order_id)],
+            Some(&alice),
+        )),
+    )
+    .await;
+    assert_eq!(status.status(), StatusCode::OK);
+    assert_eq!(body(&status), held, "the order as the hold returned it");
+
+    let release = route(
+        &sample("release.json"),
+        &[("eventId", sale.event.as_str()), ("orderId", order_id)],
+        Some(&alice),
+    );
+    let released = holds::handle(&sale.hold_api, request(&release)).await;
+    assert_eq!(released.status(), StatusCode::NO_CONTENT);
+    assert_eq!(sale.orders().await[order_id]["status"], "RELEASED");
+    let seats = sale.seats().await;
+    assert_eq!(
+        (
+            seats["A-002"]["status"].as_str(),
+            seats["A-003"]["status"].as_str()
+        ),
+        (Some("AVAILABLE"), Some("AVAILABLE"))
+    );
+    let again = holds::handle(&sale.hold_api, request(&release)).await;
+    assert_eq!(
+        (again.status(), error_code(&again).as_str()),
+        (StatusCode::CONFLICT, "order_not_pending")
+    );
+
+    // The lock went with the release: Alice may hold again at once.
+    assert_eq!(
+        sale.hold(&alice, token, &[seat(2)]).await.status(),
+        StatusCode::CREATED
+    );
+}

@@ -1,0 +1,348 @@
+//! A whole on-sale for the seat tests: fresh DynamoDB tables on the local emulator, an event in
+//! Redis that admits everyone at once, seats seeded, the hold/confirm/poll handlers wired to
+//! them with a fixed clock, and readers for checking invariants over what was stored.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use lambda_http::{Body, Request, Response};
+use lineup::clock::{Clock, FixedClock};
+use lineup::event_settings::{EventSettings, QueueState};
+use lineup::http::confirm::{self, ConfirmApi};
+use lineup::http::holds::{self, HoldApi};
+use lineup::http::{poll, QueueApi};
+use lineup::ids::{CustomerId, EventId, SeatId};
+use lineup::ledger::dynamo::tables::create_tables;
+use lineup::ledger::dynamo::{DynamoLedger, TableNames};
+use lineup::ledger::NewSeat;
+use lineup::queue::redis::RedisQueue;
+use lineup::queue::{Admitter, EventSettingsStore, WaitingLine};
+use lineup::webhook_signature::WebhookSecret;
+use serde_json::Value;
+
+use crate::aws::{dynamo, unique};
+use crate::{body, fresh_event, queue, request, sample, signing_key};
+
+/// The development webhook secret (the simulated provider and `events/confirm.json` use it).
+pub const DEV_WEBHOOK_SECRET: &str = "whsec-local-development-not-a-secret-000";
+pub const CURRENCY: &str = "KRW";
+
+pub fn webhook_secret() -> WebhookSecret {
+    WebhookSecret::new(DEV_WEBHOOK_SECRET).expect("long enough")
+}
+
+/// Seat `n` of section `A`: `A-001`, `A-002`...
+pub fn seat(n: usize) -> SeatId {
+    SeatId::parse(&format!("A-{n:03}")).expect("valid seat id")
+}
+
+pub struct OnSale {
+    pub event: EventId,
+    pub queue: Arc<RedisQueue>,
+    pub ledger: Arc<DynamoLedger>,
+    pub tables: TableNames,
+    pub dynamo: aws_sdk_dynamodb::Client,
+    pub clock: Arc<FixedClock>,
+    pub queue_api: QueueApi,
+    pub hold_api: HoldApi,
+    pub confirm_api: ConfirmApi,
+}
+
+impl OnSale {
+    /// `seats` seats `A-001`.. at 12,000 each (KRW), in fresh tables.
+    pub async fn with_seats(seats: usize) -> Self {
+        let dynamo = dynamo().await;
+        let tables = TableNames {
+            seats: unique("seats"),
+            orders: unique("orders"),
+            outbox: unique("outbox"),
+        };
+        create_tables(&dynamo, &tables)
+            .await
+            .expect("create tables");
+        let ledger = Arc::new(DynamoLedger::new(dynamo.clone(), tables.clone()));
+        let event = fresh_event();
+        let new_seats: Vec<NewSeat> = (1..=seats)
+            .map(|n| NewSeat {
+                seat_id: seat(n),
+                section: if n % 2 == 0 {
+                    "Floor".to_owned()
+                } else {
+                    "Balcony".to_owned()
+                },
+                price: 12_000,
+                currency: CURRENCY.to_owned(),
+            })
+            .collect();
+        ledger
+            .seed_seats(&event, &new_seats)
+            .await
+            .expect("seed seats");
+
+        let clock = Arc::new(FixedClock::at(SystemTime::now()));
+        let queue = queue();
+        let settings = EventSettings {
+            state: QueueState::Open,
+            opens_at: clock.now() - Duration::from_secs(60),
+            max_active: 10_000,
+            admit_per_second: 10_000,
+            session: Duration::from_secs(600),
+        };
+        queue
+            .configure(&event, &settings)
+            .await
+            .expect("configure event");
+
+        let queue_api = QueueApi {
+            line: queue.clone(),
+            key: signing_key(),
+            clock: clock.clone(),
+        };
+        let hold_api = HoldApi {
+            ledger: ledger.clone(),
+            admissions: queue.clone(),
+            key: signing_key(),
+            clock: clock.clone(),
+            catalogue: Arc::default(),
+        };
+        let confirm_api = ConfirmApi {
+            ledger: ledger.clone(),
+            admissions: queue.clone(),
+            secret: webhook_secret(),
+            clock: clock.clone(),
+        };
+        Self {
+            event,
+            queue,
+            ledger,
+            tables,
+            dynamo,
+            clock,
+            queue_api,
+            hold_api,
+            confirm_api,
+        }
+    }
+
+    /// Joins, admits and polls for each customer; returns their access tokens.
+    pub async fn admit(&self, customers: &[CustomerId]) -> Vec<String> {
+        for customer in customers {
+            self.queue
+                .join(&self.event, customer, self.clock.now())
+                .await
+                .expect("join");
+        }
+        let report = self
+            .queue
+            .admit_tick(&self.event, self.clock.now())
+            .await
+            .expect("admit");
+        assert!(report.waiting == 0, "everyone admitted at once");
+        let mut tokens = Vec::new();
+        for customer in customers {
+            let queue_id = signing_key().queue_id(&self.event, customer);
+            let response = poll::handle(
+                &self.queue_api,
+                crate::poll_request(&self.event, customer, queue_id.as_str()),
+            )
+            .await;
+            let polled = body(&response);
+            assert_eq!(polled["status"], "admitted", "{polled}");
+            tokens.push(polled["accessToken"].as_str().expect("token").to_owned());
+        }
+        tokens
+    }
+
+    pub fn hold_request(
+        &self,
+        customer: &CustomerId,
+        token: Option<&str>,
+        seats: &[SeatId],
+    ) -> Request {
+        let ids: Vec<&str> = seats.iter().map(SeatId::as_str).collect();
+        let mut event = route(
+            &sample("hold.json"),
+            &[("eventId", self.event.as_str())],
+            Some(customer),
+        );
+        event["body"] = serde_json::json!({ "seatIds": ids }).to_string().into();
+        match token {
+            Some(token) => event["headers"]["x-queue-token"] = token.into(),
+            None => {
+                event["headers"]
+                    .as_object_mut()
+                    .expect("headers")
+                    .remove("x-queue-token");
+            }
+        }
+        request(&event)
+    }
+
+    pub async fn hold(
+        &self,
+        customer: &CustomerId,
+        token: &str,
+        seats: &[SeatId],
+    ) -> Response<Body> {
+        holds::handle(
+            &self.hold_api,
+            self.hold_request(customer, Some(token), seats),
+        )
+        .await
+    }
+
+    /// A signed webhook for `order_id`, as the payment provider sends it.
+    pub fn confirm_request(
+        &self,
+        order_id: &str,
+        idempotency_key: &str,
+        payment: &Value,
+    ) -> Request {
+        let body = payment.to_string();
+        let signature = webhook_secret().sign(self.clock.now(), body.as_bytes());
+        self.confirm_request_signed(order_id, idempotency_key, &body, Some(&signature))
+    }
+
+    pub fn confirm_request_signed(
+        &self,
+        order_id: &str,
+        idempotency_key: &str,
+        body: &str,
+        signature: Option<&str>,
+    ) -> Request {
+        let mut event = route(&sample("confirm.json"), &[("orderId", order_id)], None);
+        event["body"] = body.into();
+        event["headers"]["idempotency-key"] = idempotency_key.into();
+        match signature {
+            Some(signature) => event["headers"]["lineup-signature"] = signature.into(),
+            None => {
+                event["headers"]
+                    .as_object_mut()
+                    .expect("headers")
+                    .remove("lineup-signature");
+            }
+        }
+        request(&event)
+    }
+
+    /// Pays `amount` for the order, with a fresh idempotency key.
+    pub async fn pay(&self, order_id: &str, amount: i64) -> Response<Body> {
+        let payment = serde_json::json!({ "paymentId": unique("pay"), "amount": amount, "currency": CURRENCY });
+        confirm::handle(
+            &self.confirm_api,
+            self.confirm_request(order_id, &unique("key"), &payment),
+        )
+        .await
+    }
+
+    async fn scan(&self, table: &str) -> Vec<BTreeMap<String, Value>> {
+        let items: Vec<_> = self
+            .dynamo
+            .scan()
+            .table_name(table)
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Vec<_>>()
+            .await;
+        items
+            .into_iter()
+            .map(|item| serde_dynamo::from_item(item.expect("scan")).expect("item as JSON"))
+            .collect()
+    }
+
+    /// Every seat item, by seat id.
+    pub async fn seats(&self) -> BTreeMap<String, BTreeMap<String, Value>> {
+        self.scan(&self.tables.seats)
+            .await
+            .into_iter()
+            .map(|item| (item["seat_id"].as_str().expect("seat_id").to_owned(), item))
+            .collect()
+    }
+
+    /// Every order item (not locks or idempotency records), by order id.
+    pub async fn orders(&self) -> BTreeMap<String, BTreeMap<String, Value>> {
+        self.scan(&self.tables.orders)
+            .await
+            .into_iter()
+            .filter(|item| {
+                item["pk"]
+                    .as_str()
+                    .is_some_and(|pk| pk.starts_with("ORDER#"))
+            })
+            .map(|item| {
+                (
+                    item["order_id"].as_str().expect("order_id").to_owned(),
+                    item,
+                )
+            })
+            .collect()
+    }
+
+    pub async fn outbox(&self) -> Vec<BTreeMap<String, Value>> {
+        self.scan(&self.tables.outbox).await
+    }
+
+    /// Everything the three tables hold, to show a refused request changed nothing.
+    pub async fn snapshot(&self) -> Value {
+        serde_json::json!({
+            "seats": self.scan(&self.tables.seats).await,
+            "orders": self.scan(&self.tables.orders).await,
+            "outbox": self.scan(&self.tables.outbox).await,
+        })
+    }
+
+    /// Whether the customer still has a live admission (released on payment).
+    pub async fn is_admitted(&self, customer: &CustomerId) -> bool {
+        matches!(
+            self.queue
+                .standing(&self.event, customer, self.clock.now())
+                .await
+                .expect("standing"),
+            Some(lineup::queue::Standing::Admitted { .. })
+        )
+    }
+
+    pub async fn is_open(&self) -> bool {
+        self.queue
+            .open_events()
+            .await
+            .expect("open events")
+            .contains(&self.event)
+    }
+}
+
+/// Points a sample HTTP event at other path parameters and caller; the raw path is rebuilt from
+/// the route key, as API Gateway would. `caller: None` removes the JWT claims.
+pub fn route(sample: &Value, parameters: &[(&str, &str)], caller: Option<&CustomerId>) -> Value {
+    let mut value = sample.clone();
+    let route_key = value["routeKey"].as_str().expect("routeKey").to_owned();
+    let mut path = route_key
+        .split_once(' ')
+        .expect("METHOD /path")
+        .1
+        .to_owned();
+    for (name, replacement) in parameters {
+        value["pathParameters"][*name] = (*replacement).into();
+    }
+    if let Some(parameters) = value["pathParameters"].as_object() {
+        for (name, current) in parameters {
+            path = path.replace(&format!("{{{name}}}"), current.as_str().unwrap_or_default());
+        }
+    }
+    value["rawPath"] = path.clone().into();
+    value["requestContext"]["http"]["path"] = path.into();
+    match caller {
+        Some(caller) => {
+            value["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = caller.as_str().into()
+        }
+        None => {
+            if let Some(context) = value["requestContext"].as_object_mut() {
+                context.remove("authorizer");
+            }
+        }
+    }
+    value
+}
