@@ -314,6 +314,16 @@ async fn an_order_can_be_looked_up_and_released_by_its_owner() {
     assert_eq!(held["status"], "PENDING");
     let order_id = held["orderId"].as_str().unwrap();
 
+    // The same hold again (a retry after a lost answer) gets the same order, not a 409.
+    let retried = sale.hold(&alice, token, &[seat(3), seat(2)]).await;
+    assert_eq!(retried.status(), StatusCode::CREATED);
+    assert_eq!(body(&retried), held);
+    assert_eq!(sale.orders().await.len(), 1);
+    // Another seat set while the hold is open is a second hold: refused as such, her own seats
+    // not reported as "taken".
+    let other = sale.hold(&alice, token, &[seat(2)]).await;
+    assert_eq!(error_code(&other), "hold_exists");
+
     let status = holds::handle(
         &sale.hold_api,
         request(&route(

@@ -10,9 +10,13 @@
 //! - [`access_token`]: the signed proof that a customer was admitted.
 //! - [`event_settings`]: per-event on-sale settings (open or closed, opening time, caps, rate).
 //! - [`queue`]: the queue ports and their Redis adapter (one Lua script per operation).
+//! - [`ledger`]: seats, holds, orders and payments: the ports and their DynamoDB adapter.
+//! - [`webhook_signature`]: verifying (and, for tests, making) payment webhook signatures.
+//! - [`outbox`]: the outbox event, the SQS publisher and the DynamoDB Streams handler.
+//! - [`expiry`]: the scheduled sweep of lapsed holds, and closing sold-out queues.
 //! - [`wait_policy`]: how long a waiting customer should wait before polling again, and the ETA.
 //! - [`admission`]: the admit loop the scheduled `admit` function runs.
-//! - [`http`]: the API Gateway handlers (`join`, `poll`) and their request/response plumbing.
+//! - [`http`]: the API Gateway handlers (`join`, `poll`, `hold`, `confirm`) and their plumbing.
 
 pub mod access_token;
 pub mod admission;

@@ -212,7 +212,7 @@ async fn release(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lin
         return Err(LineupError::NotFound("no such order for this customer"));
     }
     api.ledger
-        .release(&order.order_id, &order.customer_id, api.clock.now())
+        .release(&order.order_id, &order.customer_id)
         .await?;
     tracing::info!(event = %event, order = %order.order_id, "hold released");
     Ok(response::no_content())

@@ -6,6 +6,8 @@
 //! - [`queue_api`]: the dependencies the queue handlers share.
 //! - [`join`]: `POST /events/{eventId}/queue`.
 //! - [`poll`]: `GET` and `DELETE /events/{eventId}/queue/{queueId}`.
+//! - [`holds`]: the seat map, holds, releases and order status (the `hold` function).
+//! - [`confirm`]: `POST /orders/{orderId}/confirm`, the payment webhook.
 
 pub mod confirm;
 pub mod holds;

@@ -124,12 +124,7 @@ pub trait SeatLedger: Send + Sync {
     async fn order(&self, order: &OrderId) -> Result<Option<Order>, LineupError>;
 
     /// Gives a pending order's seats back. `NotFound` unless it is the customer's pending order.
-    async fn release(
-        &self,
-        order: &OrderId,
-        customer: &CustomerId,
-        now: SystemTime,
-    ) -> Result<(), LineupError>;
+    async fn release(&self, order: &OrderId, customer: &CustomerId) -> Result<(), LineupError>;
 }
 
 #[async_trait]

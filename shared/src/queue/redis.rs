@@ -28,6 +28,7 @@ struct Scripts {
     leave: Script,
     is_admitted: Script,
     admit_tick: Script,
+    close: Script,
 }
 
 impl Scripts {
@@ -38,6 +39,7 @@ impl Scripts {
             leave: Script::new(include_str!("scripts/leave.lua")),
             is_admitted: Script::new(include_str!("scripts/is_admitted.lua")),
             admit_tick: Script::new(include_str!("scripts/admit_tick.lua")),
+            close: Script::new(include_str!("scripts/close.lua")),
         }
     }
 }
@@ -328,14 +330,12 @@ impl EventSettingsStore for RedisQueue {
     async fn close(&self, event: &EventId) -> Result<bool, LineupError> {
         let keys = EventKeys::new(event);
         let mut connection = self.connection();
-        // HSET only if the event exists (HSETX is not in Redis 7.0; the script keeps it one step).
-        let closed: i64 = Script::new(
-            "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end \
-             redis.call('HSET', KEYS[1], 'state', 'closed') return 1",
-        )
-        .key(&keys.settings)
-        .invoke_async(&mut connection)
-        .await?;
+        let closed: i64 = self
+            .scripts
+            .close
+            .key(&keys.settings)
+            .invoke_async(&mut connection)
+            .await?;
         let _: i64 = connection.srem(OPEN_EVENTS, event.as_str()).await?;
         Ok(closed == 1)
     }

@@ -1,10 +1,8 @@
 //! Holding seats (one transaction: every seat's conditional update, the order, the customer's
 //! hold lock) and releasing them.
 
-use std::time::SystemTime;
-
 use aws_sdk_dynamodb::types::{
-    Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    CancellationReason, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 
 use super::items::{
@@ -101,7 +99,8 @@ impl DynamoLedger {
             .item("order_id", s(order_id.as_str()))
             .item("expires_at", n(expires_at))
             .condition_expression("attribute_not_exists(pk) OR expires_at < :now")
-            .expression_attribute_values(":now", n(now));
+            .expression_attribute_values(":now", n(now))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         items.push(
             TransactWriteItem::builder()
                 .put(built(lock.build()))
@@ -111,11 +110,20 @@ impl DynamoLedger {
         match transact(&self.client, items).await? {
             TransactionOutcome::Done(()) => order.into_order(),
             TransactionOutcome::Cancelled(reasons) => {
+                if let Some(existing) = self.same_hold_again(request, &reasons).await? {
+                    return Ok(existing);
+                }
+                // Seats the customer's own open hold has are not "taken by someone": that case
+                // is `hold_exists` below.
+                let own_order = open_hold_order(&reasons);
                 let taken: Vec<String> = request
                     .seats
                     .iter()
                     .zip(&reasons)
-                    .filter(|(_, reason)| condition_failed(reason))
+                    .filter(|(_, reason)| {
+                        condition_failed(reason)
+                            && held_by(reason).is_none_or(|by| Some(by) != own_order)
+                    })
                     .map(|(seat, _)| seat.seat_id.as_str().to_owned())
                     .collect();
                 if !taken.is_empty() {
@@ -139,6 +147,46 @@ impl DynamoLedger {
                 })
             }
         }
+    }
+
+    /// A hold that was already made for exactly this request: the customer's open hold holds
+    /// exactly these seats. That is a retry after an answer was lost (a timeout after the write
+    /// succeeded), so it gets the order back instead of a 409 naming the customer's own seats.
+    async fn same_hold_again(
+        &self,
+        request: &HoldRequest,
+        reasons: &[CancellationReason],
+    ) -> Result<Option<Order>, LineupError> {
+        let Some(lock_order) = open_hold_order(reasons) else {
+            return Ok(None);
+        };
+        let all_seats_are_its = request
+            .seats
+            .iter()
+            .zip(reasons)
+            .all(|(_, reason)| condition_failed(reason) && held_by(reason) == Some(lock_order));
+        if !all_seats_are_its {
+            return Ok(None);
+        }
+        let Ok(order_id) = OrderId::parse(lock_order) else {
+            return Ok(None);
+        };
+        let Some(order) = self.read_order(&order_id).await? else {
+            return Ok(None);
+        };
+        let order = order.into_order()?;
+        let mut asked: Vec<&str> = request
+            .seats
+            .iter()
+            .map(|seat| seat.seat_id.as_str())
+            .collect();
+        let mut held: Vec<&str> = order.seat_ids.iter().map(|seat| seat.as_str()).collect();
+        asked.sort_unstable();
+        held.sort_unstable();
+        let same = asked == held
+            && order.status == OrderStatus::Pending
+            && order.customer_id == request.customer;
+        Ok(same.then_some(order))
     }
 
     pub(crate) async fn read_order(
@@ -165,7 +213,6 @@ impl DynamoLedger {
         &self,
         order_id: &OrderId,
         customer: &CustomerId,
-        now: SystemTime,
     ) -> Result<(), LineupError> {
         let Some(order) = self.read_order(order_id).await? else {
             return Err(LineupError::NotFound("no such order for this customer"));
@@ -188,7 +235,6 @@ impl DynamoLedger {
             self.free_seat(&order.event_id, seat, order_id, None)
                 .await?;
         }
-        let _ = now;
         self.client
             .delete_item()
             .table_name(&self.tables.orders)
@@ -271,6 +317,27 @@ impl DynamoLedger {
             Err(error) => Err(store_error(error)),
         }
     }
+}
+
+/// The order of the customer's open hold, when the hold lock's condition is what failed (the
+/// lock is the transaction's last item).
+fn open_hold_order(reasons: &[CancellationReason]) -> Option<&str> {
+    reasons
+        .last()
+        .filter(|reason| condition_failed(reason))
+        .and_then(|reason| reason.item())
+        .and_then(|lock| lock.get("order_id"))
+        .and_then(|id| id.as_s().ok())
+        .map(String::as_str)
+}
+
+/// The order holding a seat whose condition failed (from the item returned with the failure).
+fn held_by(reason: &CancellationReason) -> Option<&str> {
+    reason
+        .item()
+        .and_then(|seat| seat.get("held_by"))
+        .and_then(|by| by.as_s().ok())
+        .map(String::as_str)
 }
 
 pub(crate) fn status_name(status: OrderStatus) -> &'static str {

@@ -177,13 +177,8 @@ mod ports {
                 .transpose()
         }
 
-        async fn release(
-            &self,
-            order: &OrderId,
-            customer: &CustomerId,
-            now: SystemTime,
-        ) -> Result<(), LineupError> {
-            self.release_order(order, customer, now).await
+        async fn release(&self, order: &OrderId, customer: &CustomerId) -> Result<(), LineupError> {
+            self.release_order(order, customer).await
         }
     }
 
