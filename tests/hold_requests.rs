@@ -196,7 +196,11 @@ async fn bad_hold_and_webhook_requests_get_their_4xx_and_change_nothing() {
     let confirm_cases: Vec<(&str, Request, StatusCode, &str)> = vec![
         (
             "no idempotency key",
-            sale.confirm_request(&order_id, "", &payment),
+            {
+                let text = payment.to_string();
+                let signature = on_sale_signature(&sale, &text);
+                sale.confirm_request_signed(&order_id, None, &text, Some(&signature))
+            },
             StatusCode::BAD_REQUEST,
             "missing_idempotency_key",
         ),
@@ -205,7 +209,7 @@ async fn bad_hold_and_webhook_requests_get_their_4xx_and_change_nothing() {
             {
                 let text = "{\"paymentId\": 1}";
                 let signature = on_sale_signature(&sale, text);
-                sale.confirm_request_signed(&order_id, &unique("key"), text, Some(&signature))
+                sale.confirm_request_signed(&order_id, Some(&unique("key")), text, Some(&signature))
             },
             StatusCode::BAD_REQUEST,
             "invalid_body",
@@ -363,4 +367,60 @@ async fn an_order_can_be_looked_up_and_released_by_its_owner() {
         sale.hold(&alice, token, &[seat(2)]).await.status(),
         StatusCode::CREATED
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_price_change_is_never_charged_at_the_old_price() {
+    logs();
+    let sale = OnSale::with_seats(3).await;
+    let alice = customer(1);
+    let token = &sale.admit(std::slice::from_ref(&alice)).await[0];
+    // Alice's instance has the catalogue (prices) from the seat map.
+    let map = holds::handle(
+        &sale.hold_api,
+        request(&route(
+            &sample("seats.json"),
+            &[("eventId", sale.event.as_str())],
+            Some(&alice),
+        )),
+    )
+    .await;
+    assert_eq!(body(&map)["seats"][0]["price"], 12_000);
+
+    // An operator re-prices A-001 behind the instance's back.
+    sale.dynamo
+        .update_item()
+        .table_name(&sale.tables.seats)
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("{}#A-001", sale.event)),
+        )
+        .update_expression("SET price = :price")
+        .expression_attribute_values(
+            ":price",
+            aws_sdk_dynamodb::types::AttributeValue::N("15000".into()),
+        )
+        .send()
+        .await
+        .unwrap();
+
+    let stale = sale.hold(&alice, token, &[seat(1)]).await;
+    assert_eq!(
+        (stale.status(), error_code(&stale).as_str()),
+        (StatusCode::CONFLICT, "price_changed")
+    );
+    assert_eq!(body(&stale)["error"]["seatIds"], json!(["A-001"]));
+    assert!(
+        sale.orders().await.is_empty(),
+        "nothing held at the old price"
+    );
+
+    let fresh = sale.hold(&alice, token, &[seat(1)]).await;
+    assert_eq!(
+        fresh.status(),
+        StatusCode::CREATED,
+        "the catalogue was reloaded: {}",
+        body(&fresh)
+    );
+    assert_eq!(body(&fresh)["amount"], 15_000);
 }

@@ -33,6 +33,66 @@ async fn twenty_identical_webhooks_at_once_pay_once_and_get_one_answer() {
     assert_eq!(amount, 24_000);
 
     let payment = json!({ "paymentId": "pay_1", "amount": amount, "currency": CURRENCY });
+    let text = payment.to_string();
+
+    // First, while the order is PENDING, requests that must change nothing: bad and stale
+    // signatures, no idempotency key, a wrong amount.
+    let pending = sale.snapshot().await;
+    let forged =
+        lineup::webhook_signature::WebhookSecret::new("not-the-provider-secret-0123456789ab")
+            .unwrap();
+    let now = sale.clock.now();
+    for (name, signature) in [
+        ("other secret", Some(forged.sign(now, text.as_bytes()))),
+        (
+            "stale",
+            Some(webhook_secret().sign(now - Duration::from_secs(301), text.as_bytes())),
+        ),
+        (
+            "from the future",
+            Some(webhook_secret().sign(now + Duration::from_secs(301), text.as_bytes())),
+        ),
+        ("over another body", Some(webhook_secret().sign(now, b"{}"))),
+        ("missing", None),
+    ] {
+        let request = sale.confirm_request_signed(
+            &order_id,
+            Some(&unique("key")),
+            &text,
+            signature.as_deref(),
+        );
+        let response = confirm::handle(&sale.confirm_api, request).await;
+        assert_eq!(
+            (response.status(), error_code(&response).as_str()),
+            (StatusCode::UNAUTHORIZED, "invalid_signature"),
+            "{name}"
+        );
+    }
+    let signature = webhook_secret().sign(now, text.as_bytes());
+    let no_key = confirm::handle(
+        &sale.confirm_api,
+        sale.confirm_request_signed(&order_id, None, &text, Some(&signature)),
+    )
+    .await;
+    assert_eq!(
+        (no_key.status(), error_code(&no_key).as_str()),
+        (StatusCode::BAD_REQUEST, "missing_idempotency_key")
+    );
+    let wrong_amount = json!({ "paymentId": "pay_1", "amount": amount - 1, "currency": CURRENCY });
+    let mismatch = confirm::handle(
+        &sale.confirm_api,
+        sale.confirm_request(&order_id, &unique("key"), &wrong_amount),
+    )
+    .await;
+    assert_eq!(mismatch.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        sale.snapshot().await,
+        pending,
+        "refused webhooks changed a pending order"
+    );
+    assert!(sale.is_admitted(&alice).await);
+
+    // Then twenty identical webhooks at once.
     let key = unique("key");
     let answers = join_all((0..20).map(|_| {
         let request = sale.confirm_request(&order_id, &key, &payment);
@@ -63,8 +123,8 @@ async fn twenty_identical_webhooks_at_once_pay_once_and_get_one_answer() {
         "paying frees the customer's slot"
     );
 
-    // Refused, and changing nothing: the same key with another body, bad and stale signatures,
-    // no key, a wrong amount, an unknown order.
+    // After: the same key with another body is refused, a replay gets the first answer, and
+    // neither changes anything.
     let before = sale.snapshot().await;
     let other_body = json!({ "paymentId": "pay_2", "amount": amount, "currency": CURRENCY });
     let reused = confirm::handle(
@@ -76,34 +136,15 @@ async fn twenty_identical_webhooks_at_once_pay_once_and_get_one_answer() {
         (reused.status(), error_code(&reused).as_str()),
         (StatusCode::CONFLICT, "idempotency_key_reused")
     );
-
-    let text = payment.to_string();
-    let forged =
-        lineup::webhook_signature::WebhookSecret::new("not-the-provider-secret-0123456789ab")
-            .unwrap();
-    let now = sale.clock.now();
-    for (name, signature) in [
-        ("other secret", Some(forged.sign(now, text.as_bytes()))),
-        (
-            "stale",
-            Some(webhook_secret().sign(now - Duration::from_secs(301), text.as_bytes())),
-        ),
-        (
-            "from the future",
-            Some(webhook_secret().sign(now + Duration::from_secs(301), text.as_bytes())),
-        ),
-        ("over another body", Some(webhook_secret().sign(now, b"{}"))),
-        ("missing", None),
-    ] {
-        let request =
-            sale.confirm_request_signed(&order_id, &unique("key"), &text, signature.as_deref());
-        let response = confirm::handle(&sale.confirm_api, request).await;
-        assert_eq!(
-            (response.status(), error_code(&response).as_str()),
-            (StatusCode::UNAUTHORIZED, "invalid_signature"),
-            "{name}"
-        );
-    }
+    let another_key = confirm::handle(
+        &sale.confirm_api,
+        sale.confirm_request(&order_id, &unique("key"), &payment),
+    )
+    .await;
+    assert_eq!(
+        (another_key.status(), error_code(&another_key).as_str()),
+        (StatusCode::CONFLICT, "order_not_payable")
+    );
     let replay = confirm::handle(
         &sale.confirm_api,
         sale.confirm_request(&order_id, &key, &payment),

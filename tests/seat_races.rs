@@ -106,6 +106,7 @@ async fn three_hundred_customers_on_a_hundred_seats_then_every_winner_pays() {
     .await;
 
     let mut won = Vec::new();
+    let mut refused = Vec::new();
     for (n, response) in &holds {
         match response.status() {
             StatusCode::CREATED => won.push((*n, body(response))),
@@ -116,6 +117,15 @@ async fn three_hundred_customers_on_a_hundred_seats_then_every_winner_pays() {
                     .unwrap()
                     .clone();
                 assert!(!taken.is_empty(), "a refusal names the seats taken");
+                let asked: Vec<Value> = wish_list(*n, SEATS)
+                    .iter()
+                    .map(|s| s.as_str().into())
+                    .collect();
+                assert!(
+                    taken.iter().all(|seat| asked.contains(seat)),
+                    "customer {n}: named {taken:?}, asked {asked:?}"
+                );
+                refused.push(taken);
             }
             other => panic!("customer {n}: {other} {}", body(response)),
         }
@@ -190,6 +200,15 @@ async fn three_hundred_customers_on_a_hundred_seats_then_every_winner_pays() {
             "AVAILABLE" => assert!(!sold_to.contains_key(seat_id), "seat {seat_id}"),
             other => panic!("seat {seat_id} left {other} after every winner paid"),
         }
+    }
+
+    // Every seat a refusal named as taken was indeed someone's: sold now that winners paid.
+    for seat_id in refused.iter().flatten() {
+        assert_eq!(
+            seats[seat_id.as_str().unwrap()]["status"],
+            "SOLD",
+            "{seat_id} was named as taken"
+        );
     }
 
     // One ticket_issued outbox event per paid order, naming its seats.

@@ -29,10 +29,17 @@ pub struct Expiry<'a> {
 impl Expiry<'_> {
     pub async fn run(&self) -> Result<ExpiryReport, LineupError> {
         let now = self.clock.now();
-        let sweep = self.sweeper.expire_lapsed(now).await?;
+        // The sold-out check runs even when the sweep fails: they are independent chores.
+        let swept = self.sweeper.expire_lapsed(now).await;
         let mut sold_out = Vec::new();
         for event in self.events.open_events().await? {
-            let seats = self.ledger.seat_map(&event, now).await?;
+            let seats = match self.ledger.seat_map(&event, now).await {
+                Ok(seats) => seats,
+                Err(error) => {
+                    tracing::warn!(event = %event, error = %error, "could not read the seat map for the sold-out check");
+                    continue;
+                }
+            };
             // Sold out: seats exist and none is AVAILABLE or HELD (a held seat may still lapse back).
             if !seats.is_empty() && seats.iter().all(|seat| seat.status == SeatStatus::Sold) {
                 self.settings.close(&event).await?;
@@ -40,6 +47,7 @@ impl Expiry<'_> {
                 sold_out.push(event.as_str().to_owned());
             }
         }
+        let sweep = swept?;
         tracing::info!(
             orders_expired = sweep.orders_expired,
             seats_released = sweep.seats_released,

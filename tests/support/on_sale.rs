@@ -201,19 +201,28 @@ impl OnSale {
     ) -> Request {
         let body = payment.to_string();
         let signature = webhook_secret().sign(self.clock.now(), body.as_bytes());
-        self.confirm_request_signed(order_id, idempotency_key, &body, Some(&signature))
+        self.confirm_request_signed(order_id, Some(idempotency_key), &body, Some(&signature))
     }
 
+    /// A webhook with exactly these headers (`None`: the header is left out).
     pub fn confirm_request_signed(
         &self,
         order_id: &str,
-        idempotency_key: &str,
+        idempotency_key: Option<&str>,
         body: &str,
         signature: Option<&str>,
     ) -> Request {
         let mut event = route(&sample("confirm.json"), &[("orderId", order_id)], None);
         event["body"] = body.into();
-        event["headers"]["idempotency-key"] = idempotency_key.into();
+        match idempotency_key {
+            Some(key) => event["headers"]["idempotency-key"] = key.into(),
+            None => {
+                event["headers"]
+                    .as_object_mut()
+                    .expect("headers")
+                    .remove("idempotency-key");
+            }
+        }
         match signature {
             Some(signature) => event["headers"]["lineup-signature"] = signature.into(),
             None => {

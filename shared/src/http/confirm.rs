@@ -61,10 +61,12 @@ async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
             "the body must be {\"paymentId\": string, \"amount\": integer, \"currency\": string}",
         )
     })?;
-    if payment.payment_id.is_empty() || payment.currency.len() != 3 || payment.amount < 0 {
+    let currency_ok =
+        payment.currency.len() == 3 && payment.currency.bytes().all(|b| b.is_ascii_uppercase());
+    if !(1..=255).contains(&payment.payment_id.len()) || !currency_ok || payment.amount < 0 {
         return Err(LineupError::invalid(
             "invalid_body",
-            "paymentId must be non-empty, currency a 3-letter code and amount not negative",
+            "paymentId must be 1-255 characters, currency a 3-letter code (ISO 4217) and amount not negative",
         ));
     }
 

@@ -66,17 +66,17 @@ struct SeatBody {
 async fn seat_map(api: &HoldApi, request: &Request) -> Result<Response<Body>, LineupError> {
     request::caller(request)?;
     let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
-    let seats = api.ledger.seat_map(&event, api.clock.now()).await?;
-    if seats.is_empty() {
-        return Err(LineupError::EventNotFound);
-    }
+    let seats = api
+        .catalogue
+        .seat_map(api.ledger.as_ref(), &event, api.clock.now())
+        .await?;
     let seats: Vec<SeatBody> = seats
-        .into_iter()
+        .iter()
         .map(|seat| SeatBody {
             seat_id: seat.seat_id.as_str().to_owned(),
-            section: seat.section,
+            section: seat.section.clone(),
             price: seat.price,
-            currency: seat.currency,
+            currency: seat.currency.clone(),
             status: seat.status,
         })
         .collect();
@@ -178,7 +178,7 @@ async fn hold(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lineup
         .catalogue
         .seats(api.ledger.as_ref(), &event, &wanted, now)
         .await?;
-    let order = api
+    let held = api
         .ledger
         .hold(&HoldRequest {
             event: event.clone(),
@@ -186,7 +186,17 @@ async fn hold(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lineup
             seats,
             now,
         })
-        .await?;
+        .await;
+    if matches!(
+        &held,
+        Err(LineupError::Conflict {
+            code: "price_changed",
+            ..
+        })
+    ) {
+        api.catalogue.forget(&event);
+    }
+    let order = held?;
     tracing::info!(event = %event, order = %order.order_id, seats = order.seat_ids.len(), "seats held");
     Ok(response::json(
         StatusCode::CREATED,

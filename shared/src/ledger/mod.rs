@@ -109,6 +109,8 @@ pub struct ConfirmAnswer {
 pub struct SweepReport {
     pub orders_expired: u64,
     pub seats_released: u64,
+    /// Orders that could not be expired this time (logged; the next sweep tries again).
+    pub orders_failed: u64,
 }
 
 #[async_trait]

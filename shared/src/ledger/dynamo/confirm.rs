@@ -90,6 +90,19 @@ impl DynamoLedger {
                             seat_ids: Vec::new(),
                         });
                     }
+                    let seats = 2..2 + order.seat_ids.len();
+                    let seat_taken = outcome == OrderStatus::Paid
+                        && reasons
+                            .get(seats)
+                            .is_some_and(|seats| seats.iter().any(condition_failed));
+                    if !seat_taken {
+                        let codes: Vec<&str> =
+                            reasons.iter().map(|r| r.code().unwrap_or("-")).collect();
+                        return Err(LineupError::UnexpectedReply {
+                            operation: "confirm",
+                            reply: codes.join(","),
+                        });
+                    }
                     // A seat is someone else's now: go round again with the refund outcome.
                     tracing::warn!(order = %order.order_id, "a seat was taken after the hold lapsed; refund required");
                 }

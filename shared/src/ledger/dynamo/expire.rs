@@ -32,26 +32,44 @@ impl DynamoLedger {
                 .map(|item| from_item(item.map_err(store_error)?))
                 .collect::<Result<_, LineupError>>()?;
             for item in lapsed {
-                let order = item.into_order()?;
-                // The order first: if a payment won the race, it is no longer PENDING and its
-                // seats are sold; nothing to free.
-                if !self
-                    .end_pending_order(&order.order_id, OrderStatus::Expired, None, Some(now_ms))
-                    .await?
-                {
-                    continue;
-                }
-                report.orders_expired += 1;
-                for seat in &order.seat_ids {
-                    if self
-                        .free_seat(&order.event_id, seat, &order.order_id, Some(now_ms))
-                        .await?
-                    {
-                        report.seats_released += 1;
+                // One bad order must not stop the sweep (nor the sold-out check after it): it
+                // is logged and counted, and tried again on the next run.
+                match self.expire_order(item, now_ms).await {
+                    Ok(Some(seats_released)) => {
+                        report.orders_expired += 1;
+                        report.seats_released += seats_released;
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        report.orders_failed += 1;
+                        tracing::warn!(error = %error, source = ?std::error::Error::source(&error), "could not expire an order");
                     }
                 }
             }
         }
         Ok(report)
+    }
+
+    /// Expires one lapsed order; `None` when a payment (or release) settled it first.
+    async fn expire_order(&self, item: OrderItem, now_ms: u64) -> Result<Option<u64>, LineupError> {
+        let order = item.into_order()?;
+        // The order first: if a payment won the race, it is no longer PENDING and its seats are
+        // sold; nothing to free.
+        if !self
+            .end_pending_order(&order.order_id, OrderStatus::Expired, None, Some(now_ms))
+            .await?
+        {
+            return Ok(None);
+        }
+        let mut released = 0;
+        for seat in &order.seat_ids {
+            if self
+                .free_seat(&order.event_id, seat, &order.order_id, Some(now_ms))
+                .await?
+            {
+                released += 1;
+            }
+        }
+        Ok(Some(released))
     }
 }

@@ -113,6 +113,25 @@ impl DynamoLedger {
                 if let Some(existing) = self.same_hold_again(request, &reasons).await? {
                     return Ok(existing);
                 }
+                // A seat whose price is not the one shown: the caller's catalogue is stale.
+                let repriced: Vec<String> = request
+                    .seats
+                    .iter()
+                    .zip(&reasons)
+                    .filter(|(seat, reason)| {
+                        condition_failed(reason)
+                            && stored_price(reason).is_some_and(|price| price != seat.price)
+                    })
+                    .map(|(seat, _)| seat.seat_id.as_str().to_owned())
+                    .collect();
+                if !repriced.is_empty() {
+                    return Err(LineupError::Conflict {
+                        code: "price_changed",
+                        message: "the price of some seats changed; look at the seat map again"
+                            .to_owned(),
+                        seat_ids: repriced,
+                    });
+                }
                 // Seats the customer's own open hold has are not "taken by someone": that case
                 // is `hold_exists` below.
                 let own_order = open_hold_order(&reasons);
@@ -141,9 +160,11 @@ impl DynamoLedger {
                         seat_ids: Vec::new(),
                     });
                 }
+                // Only the codes: the returned items name other customers' orders.
+                let codes: Vec<&str> = reasons.iter().map(|r| r.code().unwrap_or("-")).collect();
                 Err(LineupError::UnexpectedReply {
                     operation: "hold",
-                    reply: format!("{reasons:?}"),
+                    reply: codes.join(","),
                 })
             }
         }
@@ -329,6 +350,15 @@ fn open_hold_order(reasons: &[CancellationReason]) -> Option<&str> {
         .and_then(|lock| lock.get("order_id"))
         .and_then(|id| id.as_s().ok())
         .map(String::as_str)
+}
+
+/// The stored price of a seat whose condition failed.
+fn stored_price(reason: &CancellationReason) -> Option<i64> {
+    reason
+        .item()
+        .and_then(|seat| seat.get("price"))
+        .and_then(|price| price.as_n().ok())
+        .and_then(|price| price.parse().ok())
 }
 
 /// The order holding a seat whose condition failed (from the item returned with the failure).

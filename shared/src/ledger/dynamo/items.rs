@@ -96,8 +96,13 @@ impl SeatItem {
     pub fn into_seat(self, now_ms: u64) -> Result<Seat, LineupError> {
         let lapsed =
             self.status == SeatStatus::Held && self.hold_expires_at.is_some_and(|at| at <= now_ms);
+        // A stored id that does not parse is a bad item (500), not the caller's mistake (400).
+        let seat_id = SeatId::parse(&self.seat_id).map_err(|_| LineupError::UnexpectedReply {
+            operation: "seat item",
+            reply: self.pk.clone(),
+        })?;
         Ok(Seat {
-            seat_id: SeatId::parse(&self.seat_id)?,
+            seat_id,
             section: self.section,
             price: self.price,
             currency: self.currency,

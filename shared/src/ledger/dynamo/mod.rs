@@ -67,7 +67,16 @@ impl DynamoLedger {
     /// settings from the usual chain (which honours `AWS_ENDPOINT_URL`, for LocalStack or moto).
     pub async fn from_env() -> Result<Self, MissingTable> {
         let tables = TableNames::from_env()?;
-        let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        // Bounded, so a stalled connection answers 503 instead of hanging until API Gateway's
+        // 30 s timeout. The SDK retries an attempt that timed out (standard retry mode).
+        let timeouts = aws_config::timeout::TimeoutConfig::builder()
+            .operation_attempt_timeout(std::time::Duration::from_secs(2))
+            .operation_timeout(std::time::Duration::from_secs(6))
+            .build();
+        let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .timeout_config(timeouts)
+            .load()
+            .await;
         Ok(Self::new(Client::new(&aws), tables))
     }
 }
@@ -90,8 +99,34 @@ where
     LineupError::from(aws_sdk_dynamodb::Error::from(error))
 }
 
+/// What a cancelled transaction's reasons mean.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Cancellation {
+    /// At least one condition failed: a domain answer (taken seat, used key...), final.
+    ConditionFailed,
+    /// Another transaction was working on the same items: worth trying again soon.
+    Conflict,
+    /// Throttled, over capacity, or anything else: not a condition, so never read as one.
+    Other,
+}
+
+pub(crate) fn classify(reasons: &[CancellationReason]) -> Cancellation {
+    if reasons.iter().any(condition_failed) {
+        Cancellation::ConditionFailed
+    } else if reasons
+        .iter()
+        .any(|reason| reason.code() == Some("TransactionConflict"))
+    {
+        Cancellation::Conflict
+    } else {
+        Cancellation::Other
+    }
+}
+
 /// Sends a transaction, retrying conflicts with other transactions; returns the cancellation
-/// reasons when a condition failed.
+/// reasons only when a condition failed. Conflicts that outlast the retries, throttling and
+/// capacity errors are the store being unavailable (503 with `Retry-After`), never a domain
+/// answer: a throttled payment must not be mistaken for a taken seat.
 pub(crate) async fn transact(
     client: &Client,
     items: Vec<aws_sdk_dynamodb::types::TransactWriteItem>,
@@ -105,27 +140,24 @@ pub(crate) async fn transact(
             .set_transact_items(Some(items.clone()))
             .send()
             .await;
-        match result {
+        let service = match result {
             Ok(_) => return Ok(TransactionOutcome::Done(())),
-            Err(SdkError::ServiceError(service)) => {
-                if let TransactWriteItemsError::TransactionCanceledException(cancelled) =
-                    service.err()
-                {
-                    let reasons = cancelled.cancellation_reasons().to_vec();
-                    let conflict = reasons
-                        .iter()
-                        .any(|reason| reason.code() == Some("TransactionConflict"));
-                    if conflict && attempt < TRANSACTION_ATTEMPTS {
-                        tokio::time::sleep(backoff(attempt)).await;
-                        continue;
-                    }
-                    if !conflict {
-                        return Ok(TransactionOutcome::Cancelled(reasons));
-                    }
-                }
-                return Err(store_error(SdkError::ServiceError(service)));
-            }
+            Err(SdkError::ServiceError(service)) => service,
             Err(other) => return Err(store_error(other)),
+        };
+        let TransactWriteItemsError::TransactionCanceledException(cancelled) = service.err() else {
+            return Err(store_error(SdkError::ServiceError(service)));
+        };
+        let reasons = cancelled.cancellation_reasons().to_vec();
+        match classify(&reasons) {
+            Cancellation::ConditionFailed => return Ok(TransactionOutcome::Cancelled(reasons)),
+            Cancellation::Conflict if attempt < TRANSACTION_ATTEMPTS => {
+                tokio::time::sleep(backoff(attempt)).await;
+            }
+            Cancellation::Conflict | Cancellation::Other => {
+                let error = aws_sdk_dynamodb::Error::from(SdkError::ServiceError(service));
+                return Err(LineupError::SeatStoreUnavailable(Box::new(error)));
+            }
         }
     }
 }
@@ -140,6 +172,46 @@ fn backoff(attempt: u32) -> std::time::Duration {
 /// Whether a cancellation reason is a failed condition (rather than "None": not the cause).
 pub(crate) fn condition_failed(reason: &CancellationReason) -> bool {
     reason.code() == Some("ConditionalCheckFailed")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reasons(codes: &[&str]) -> Vec<CancellationReason> {
+        codes
+            .iter()
+            .map(|code| CancellationReason::builder().code(*code).build())
+            .collect()
+    }
+
+    #[test]
+    fn only_a_failed_condition_is_a_domain_answer() {
+        assert_eq!(
+            classify(&reasons(&["None", "ConditionalCheckFailed", "None"])),
+            Cancellation::ConditionFailed
+        );
+        assert_eq!(
+            classify(&reasons(&["TransactionConflict", "ConditionalCheckFailed"])),
+            Cancellation::ConditionFailed
+        );
+        assert_eq!(
+            classify(&reasons(&["None", "TransactionConflict"])),
+            Cancellation::Conflict
+        );
+        for other in [
+            "ThrottlingError",
+            "ProvisionedThroughputExceeded",
+            "ValidationError",
+            "ItemCollectionSizeLimitExceeded",
+        ] {
+            assert_eq!(
+                classify(&reasons(&["None", other])),
+                Cancellation::Other,
+                "{other}"
+            );
+        }
+    }
 }
 
 mod ports {
