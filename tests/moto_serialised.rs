@@ -12,25 +12,8 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 use futures::future::join_all;
 
-fn moto_url() -> String {
-    std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
-        panic!(
-            "AWS_ENDPOINT_URL is not set: these tests need the local DynamoDB emulator. \
-             Run the README's test command (scripts/test.sh), which starts it."
-        )
-    })
-}
-
 async fn client() -> Client {
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(moto_url())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-            "test", "test", None, None, "local",
-        ))
-        .load()
-        .await;
-    Client::new(&config)
+    lineup_tests::aws::dynamo().await
 }
 
 async fn fresh_table(client: &Client) -> String {

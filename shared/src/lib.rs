@@ -3,6 +3,7 @@
 //! Every Lambda function in `functions/` is a thin binary around this crate. The map:
 //!
 //! - [`config`]: the settings a function reads from its environment once, at cold start.
+//! - [`aws`]: lean AWS SDK clients (credentials and region from the environment, ring TLS).
 //! - [`error`]: the one error type, and its one mapping to an HTTP status and error code.
 //! - [`ids`]: validated identifiers (events, customers, queue entries).
 //! - [`clock`]: the clock port, so tests can fix "now".
@@ -20,6 +21,7 @@
 
 pub mod access_token;
 pub mod admission;
+pub mod aws;
 pub mod clock;
 pub mod config;
 pub mod error;

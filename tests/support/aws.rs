@@ -2,7 +2,7 @@
 //! starts), with throw-away credentials. Tests create their own uniquely named tables and queues,
 //! so they run in parallel without resetting the emulator under each other.
 
-use aws_config::{BehaviorVersion, Region, SdkConfig};
+use lineup::aws::AwsSettings;
 
 pub fn endpoint_url() -> String {
     std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
@@ -13,27 +13,30 @@ pub fn endpoint_url() -> String {
     })
 }
 
-pub async fn sdk_config() -> SdkConfig {
-    aws_config::defaults(BehaviorVersion::latest())
-        .endpoint_url(endpoint_url())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-            "test", "test", None, None, "local",
-        ))
-        .load()
-        .await
+pub fn settings() -> AwsSettings {
+    AwsSettings::local(&endpoint_url())
 }
 
 pub async fn dynamo() -> aws_sdk_dynamodb::Client {
-    aws_sdk_dynamodb::Client::new(&sdk_config().await)
+    lineup::aws::dynamodb(&settings())
 }
 
 pub async fn sqs() -> aws_sdk_sqs::Client {
-    aws_sdk_sqs::Client::new(&sdk_config().await)
+    lineup::aws::sqs(&settings())
 }
 
 pub async fn dynamodb_streams() -> aws_sdk_dynamodbstreams::Client {
-    aws_sdk_dynamodbstreams::Client::new(&sdk_config().await)
+    let settings = settings();
+    let config = aws_sdk_dynamodbstreams::Config::builder()
+        .behavior_version(aws_sdk_dynamodbstreams::config::BehaviorVersion::latest())
+        .region(aws_sdk_dynamodbstreams::config::Region::new(
+            settings.region,
+        ))
+        .credentials_provider(settings.credentials)
+        .http_client(lineup::aws::http_client())
+        .endpoint_url(endpoint_url())
+        .build();
+    aws_sdk_dynamodbstreams::Client::from_conf(config)
 }
 
 /// A name no other test uses.

@@ -16,7 +16,7 @@ async fn main() -> Result<(), Error> {
     tracing::init_default_subscriber();
     let redis = RedisSettings::from_env()?;
     let api = ConfirmApi {
-        ledger: Arc::new(DynamoLedger::from_env().await?),
+        ledger: Arc::new(DynamoLedger::from_env()?),
         admissions: Arc::new(RedisQueue::new(&redis.url, redis.timeout)?),
         secret: WebhookSecret::from_env()?,
         clock: Arc::new(SystemClock),

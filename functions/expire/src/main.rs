@@ -12,7 +12,7 @@ use lineup::queue::redis::RedisQueue;
 async fn main() -> Result<(), Error> {
     tracing::init_default_subscriber();
     let redis = RedisSettings::from_env()?;
-    let ledger = DynamoLedger::from_env().await?;
+    let ledger = DynamoLedger::from_env()?;
     let queue = RedisQueue::new(&redis.url, redis.timeout)?;
     let expiry = Expiry {
         sweeper: &ledger,

@@ -16,7 +16,7 @@ async fn main() -> Result<(), Error> {
     tracing::init_default_subscriber();
     let config = Config::from_env()?;
     let api = HoldApi {
-        ledger: Arc::new(DynamoLedger::from_env().await?),
+        ledger: Arc::new(DynamoLedger::from_env()?),
         admissions: Arc::new(RedisQueue::new(&config.redis_url, config.redis_timeout)?),
         key: config.signing_key,
         clock: Arc::new(SystemClock),

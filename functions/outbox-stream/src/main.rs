@@ -1,7 +1,6 @@
 //! `outbox-stream`: fed by the outbox table's DynamoDB stream; sends each new outbox event to the
 //! FIFO ticket queue and reports the records to retry (`ReportBatchItemFailures`).
 
-use aws_config::BehaviorVersion;
 use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
 use lineup::outbox::sqs::{PublisherConfig, SqsPublisher};
 use lineup::outbox::stream::handle;
@@ -14,8 +13,8 @@ async fn main() -> Result<(), Error> {
     let config = PublisherConfig::from_env()
         .inspect_err(|error| tracing::error!(error = %error, "outbox-stream cannot start"))?;
     // Honours AWS_ENDPOINT_URL, so the same binary runs against LocalStack or moto.
-    let aws = aws_config::load_defaults(BehaviorVersion::latest()).await;
-    let publisher = SqsPublisher::new(aws_sdk_sqs::Client::new(&aws), config.queue_url);
+    let aws = lineup::aws::AwsSettings::from_env()?;
+    let publisher = SqsPublisher::new(lineup::aws::sqs(&aws), config.queue_url);
     let publisher = &publisher;
     run(service_fn(
         move |event: LambdaEvent<serde_json::Value>| async move { handle(publisher, event).await },

@@ -63,21 +63,13 @@ impl DynamoLedger {
         Self { client, tables }
     }
 
-    /// The ledger as a function builds it at cold start: table names from the environment, AWS
-    /// settings from the usual chain (which honours `AWS_ENDPOINT_URL`, for LocalStack or moto).
-    pub async fn from_env() -> Result<Self, MissingTable> {
-        let tables = TableNames::from_env()?;
-        // Bounded, so a stalled connection answers 503 instead of hanging until API Gateway's
-        // 30 s timeout. The SDK retries an attempt that timed out (standard retry mode).
-        let timeouts = aws_config::timeout::TimeoutConfig::builder()
-            .operation_attempt_timeout(std::time::Duration::from_secs(2))
-            .operation_timeout(std::time::Duration::from_secs(6))
-            .build();
-        let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .timeout_config(timeouts)
-            .load()
-            .await;
-        Ok(Self::new(Client::new(&aws), tables))
+    /// The ledger as a function builds it at cold start: table names and AWS settings from the
+    /// environment (`AWS_ENDPOINT_URL` points it at LocalStack or moto).
+    pub fn from_env() -> Result<Self, crate::config::ConfigError> {
+        let tables = TableNames::from_env()
+            .map_err(|MissingTable(name)| crate::config::ConfigError::Missing(name))?;
+        let aws = crate::aws::AwsSettings::from_env()?;
+        Ok(Self::new(crate::aws::dynamodb(&aws), tables))
     }
 }
 
