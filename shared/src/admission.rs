@@ -77,6 +77,26 @@ impl AdmissionLoop<'_> {
             match report {
                 Ok(report) => {
                     summary.admitted += report.admitted;
+                    crate::metrics::emit(
+                        &[("EventId", event.as_str())],
+                        &[
+                            (
+                                "Admitted",
+                                report.admitted as f64,
+                                crate::metrics::Unit::Count,
+                            ),
+                            (
+                                "ActiveShoppers",
+                                report.active as f64,
+                                crate::metrics::Unit::Count,
+                            ),
+                            (
+                                "QueueLength",
+                                report.waiting as f64,
+                                crate::metrics::Unit::Count,
+                            ),
+                        ],
+                    );
                     if report.admitted > 0 {
                         tracing::info!(event = %event, admitted = report.admitted, active = report.active, waiting = report.waiting, "admitted");
                     }

@@ -3,6 +3,8 @@
 //! Every Lambda function in `functions/` is a thin binary around this crate. The map:
 //!
 //! - [`config`]: the settings a function reads from its environment once, at cold start.
+//! - [`logging`]: JSON or text logs, at the level Lambda is told.
+//! - [`metrics`]: CloudWatch Embedded Metric Format lines (queue, admissions, holds, confirms, outbox lag).
 //! - [`aws`]: lean AWS SDK clients (credentials and region from the environment, ring TLS).
 //! - [`error`]: the one error type, and its one mapping to an HTTP status and error code.
 //! - [`ids`]: validated identifiers (events, customers, queue entries).
@@ -30,6 +32,8 @@ pub mod expiry;
 pub mod http;
 pub mod ids;
 pub mod ledger;
+pub mod logging;
+pub mod metrics;
 pub mod outbox;
 pub mod queue;
 pub mod signing;

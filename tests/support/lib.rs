@@ -251,5 +251,5 @@ pub async fn snapshot(event: &EventId) -> BTreeMap<String, Value> {
 /// process: `RUST_LOG=error cargo test ... -- --nocapture` shows why a request failed.
 pub fn logs() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(lambda_runtime::tracing::init_default_subscriber);
+    ONCE.call_once(lineup::logging::init);
 }

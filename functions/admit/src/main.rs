@@ -1,7 +1,7 @@
 //! `admit`: run by an EventBridge schedule (at most once a minute); ticks every second for about
 //! a minute, moving the head of each open event's queue into its active set.
 
-use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use lineup::admission::admit_for_invocation;
 use lineup::clock::SystemClock;
 use lineup::config::Config;
@@ -9,7 +9,7 @@ use lineup::queue::redis::RedisQueue;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    lineup::logging::init();
     let config = Config::from_env()?;
     let queue = RedisQueue::new(&config.redis_url, config.redis_timeout)?;
     let (queue, config) = (&queue, &config);

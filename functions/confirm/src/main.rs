@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use lambda_http::{run, service_fn, tracing, Error, Request};
+use lambda_http::{run, service_fn, Error, Request};
 use lineup::clock::SystemClock;
 use lineup::config::RedisSettings;
 use lineup::http::confirm::{self, ConfirmApi};
@@ -13,7 +13,7 @@ use lineup::webhook_signature::WebhookSecret;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    lineup::logging::init();
     let redis = RedisSettings::from_env()?;
     let api = ConfirmApi {
         ledger: Arc::new(DynamoLedger::from_env()?),

@@ -1,7 +1,7 @@
 //! `expire`: run by an EventBridge schedule. Returns lapsed holds' seats to AVAILABLE, marks
 //! their orders EXPIRED, and closes the queue of any event that has sold out.
 
-use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use lineup::clock::SystemClock;
 use lineup::config::RedisSettings;
 use lineup::expiry::Expiry;
@@ -10,7 +10,7 @@ use lineup::queue::redis::RedisQueue;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    lineup::logging::init();
     let redis = RedisSettings::from_env()?;
     let ledger = DynamoLedger::from_env()?;
     let queue = RedisQueue::new(&redis.url, redis.timeout)?;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use lambda_http::{run, service_fn, tracing, Error, Request};
+use lambda_http::{run, service_fn, Error, Request};
 use lineup::clock::SystemClock;
 use lineup::config::Config;
 use lineup::http::holds::{self, HoldApi};
@@ -13,7 +13,7 @@ use lineup::queue::redis::RedisQueue;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    lineup::logging::init();
     let config = Config::from_env()?;
     let api = HoldApi {
         ledger: Arc::new(DynamoLedger::from_env()?),

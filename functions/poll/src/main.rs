@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use lambda_http::{run, service_fn, tracing, Error, Request};
+use lambda_http::{run, service_fn, Error, Request};
 use lineup::clock::SystemClock;
 use lineup::config::Config;
 use lineup::http::{poll, QueueApi};
@@ -11,7 +11,7 @@ use lineup::queue::redis::RedisQueue;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    lineup::logging::init();
     let config = Config::from_env()?;
     let api = QueueApi {
         line: Arc::new(RedisQueue::new(&config.redis_url, config.redis_timeout)?),

@@ -85,6 +85,14 @@ async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
         now,
     };
     let (order, answer) = api.ledger.confirm(&confirmation).await?;
+    let outcome = match answer.status {
+        OrderStatus::Paid => "PAID",
+        _ => "REFUND_REQUIRED",
+    };
+    crate::metrics::emit(
+        &[("EventId", order.event_id.as_str()), ("Outcome", outcome)],
+        &[("Confirms", 1.0, crate::metrics::Unit::Count)],
+    );
 
     if answer.status == OrderStatus::Paid {
         // The customer is done shopping: free their slot for the next in the queue now. If Redis

@@ -196,6 +196,17 @@ async fn hold(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lineup
     ) {
         api.catalogue.forget(&event);
     }
+    let outcome = match &held {
+        Ok(_) => Some("HoldsWon"),
+        Err(LineupError::Conflict { .. }) => Some("HoldsLost"),
+        Err(_) => None,
+    };
+    if let Some(metric) = outcome {
+        crate::metrics::emit(
+            &[("EventId", event.as_str())],
+            &[(metric, 1.0, crate::metrics::Unit::Count)],
+        );
+    }
     let order = held?;
     tracing::info!(event = %event, order = %order.order_id, seats = order.seat_ids.len(), "seats held");
     Ok(response::json(

@@ -113,7 +113,19 @@ async fn publish_record(publisher: &dyn TicketPublisher, record: &EventRecord) -
         }
     };
     match publisher.publish(&event).await {
-        Ok(()) => Outcome::Published,
+        Ok(()) => {
+            // Outbox lag: from the sale's commit to the message on the queue.
+            let lag = humantime::parse_rfc3339(&event.occurred_at)
+                .ok()
+                .and_then(|occurred| std::time::SystemTime::now().duration_since(occurred).ok())
+                .map(|lag| lag.as_millis() as f64);
+            let mut metrics = vec![("TicketsPublished", 1.0, crate::metrics::Unit::Count)];
+            if let Some(lag) = lag {
+                metrics.push(("OutboxLag", lag, crate::metrics::Unit::Milliseconds));
+            }
+            crate::metrics::emit(&[("EventId", event.event_id.as_str())], &metrics);
+            Outcome::Published
+        }
         Err(error) => {
             tracing::warn!(
                 sequence_number,
