@@ -38,6 +38,35 @@ start_redis() {
   exit 1
 }
 
+# start_redis_cluster FIRST_PORT: a three-primary Redis Cluster on FIRST_PORT..FIRST_PORT+2, as
+# ElastiCache Serverless speaks cluster mode only. Exports REDIS_CLUSTER_URL.
+start_redis_cluster() {
+  local first="$1" nodes=()
+  for port in "$first" $((first + 1)) $((first + 2)); do
+    if redis-cli -p "$port" ping >/dev/null 2>&1; then
+      echo "error: something already answers on 127.0.0.1:$port; set another port" >&2
+      exit 1
+    fi
+    local dir="$LOCAL_DIR/cluster-$port"
+    rm -rf "$dir" && mkdir -p "$dir"
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+      --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" --dir "$dir" \
+      --logfile "$dir/redis.log" &
+    STARTED_PIDS+=($!)
+    nodes+=("127.0.0.1:$port")
+  done
+  for port in "$first" $((first + 1)) $((first + 2)); do
+    for _ in $(seq 1 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  done
+  echo "==> creating a Redis Cluster on ${nodes[*]}"
+  redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >"$LOCAL_DIR/cluster-create.log" 2>&1
+  for _ in $(seq 1 100); do
+    redis-cli -p "$first" cluster info 2>/dev/null | grep -q 'cluster_state:ok' && break
+    sleep 0.1
+  done
+  export REDIS_CLUSTER_URL="redis://127.0.0.1:$first"
+}
+
 # A Python venv under .local/ with moto's server (DynamoDB, DynamoDB Streams, SQS emulator).
 MOTO_VERSION="5.2.5"
 ensure_moto() {

@@ -14,6 +14,7 @@ ensure_moto
 trap stop_local_stack EXIT
 start_redis "${LINEUP_TEST_REDIS_PORT:-6391}"
 start_moto "${LINEUP_TEST_MOTO_PORT:-5011}"
+start_redis_cluster "${LINEUP_TEST_CLUSTER_PORT:-7111}"
 
 export REDIS_URL="redis://127.0.0.1:${REDIS_PORT}"
 echo "==> cargo test (Redis at ${REDIS_URL}, DynamoDB/SQS emulator at ${AWS_ENDPOINT_URL})"

@@ -163,7 +163,7 @@ async fn the_admit_function_ticks_every_open_event_for_its_run_time() {
     // A private Redis, so "every open event" means exactly this test's events.
     let server = RedisServer::start();
     let config = admit_config(&server.url());
-    let queue = RedisQueue::new(&config.redis_url, config.redis_timeout).unwrap();
+    let queue = RedisQueue::open(&config.redis).unwrap();
     let (first, second) = (fresh_event(), fresh_event());
     for event in [&first, &second] {
         let settings = EventSettings {
@@ -234,7 +234,7 @@ async fn the_admit_function_ticks_every_open_event_for_its_run_time() {
 async fn the_admit_function_refuses_other_events_and_reports_an_unreachable_redis() {
     let mut server = RedisServer::start();
     let config = admit_config(&server.url());
-    let queue = RedisQueue::new(&config.redis_url, config.redis_timeout).unwrap();
+    let queue = RedisQueue::open(&config.redis).unwrap();
 
     let wrong = admit_for_invocation(
         &queue,

@@ -8,10 +8,9 @@ use crate::signing::{KeyTooShort, SigningKey};
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// `redis://host:port` (or `rediss://` for TLS, as ElastiCache Serverless requires).
-    pub redis_url: String,
-    /// Bounds connecting to Redis and each reply, so a request never hangs on it.
-    pub redis_timeout: Duration,
+    /// Where Redis is: `redis://host:port` (or `rediss://` for TLS, as ElastiCache Serverless
+    /// requires), the bound on connecting and on each reply, and whether it is a cluster.
+    pub redis: RedisSettings,
     /// Derives queue ids and signs access tokens.
     pub signing_key: SigningKey,
     /// The admit function's pace: one tick per `admit_tick`, for `admit_run` per invocation.
@@ -42,6 +41,8 @@ pub enum ConfigError {
 pub struct RedisSettings {
     pub url: String,
     pub timeout: Duration,
+    /// `REDIS_CLUSTER=true`: speak the cluster protocol (ElastiCache Serverless requires it).
+    pub cluster: bool,
 }
 
 impl RedisSettings {
@@ -61,9 +62,20 @@ impl RedisSettings {
                 reason: "expected redis://host:port or rediss://host:port".to_owned(),
             });
         }
+        let cluster = match lookup("REDIS_CLUSTER").as_deref() {
+            None | Some("") | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    name: "REDIS_CLUSTER",
+                    reason: format!("expected true or false, got {other:?}"),
+                })
+            }
+        };
         Ok(Self {
             url,
             timeout: millis(lookup, "REDIS_TIMEOUT_MS", Config::DEFAULT_REDIS_TIMEOUT)?,
+            cluster,
         })
     }
 }
@@ -110,8 +122,7 @@ impl Config {
             .map_err(ConfigError::SigningKey)?;
 
         Ok(Self {
-            redis_url: redis.url,
-            redis_timeout: redis.timeout,
+            redis,
             signing_key,
             admit_tick: millis("ADMIT_TICK_MS", Self::DEFAULT_ADMIT_TICK)?,
             admit_run: millis("ADMIT_RUN_MS", Self::DEFAULT_ADMIT_RUN)?,
@@ -154,9 +165,7 @@ mod tests {
             ("LINEUP_SIGNING_KEY", KEY),
         ])
         .unwrap();
-        assert!(
-            crate::queue::redis::RedisQueue::new(&config.redis_url, config.redis_timeout).is_ok()
-        );
+        assert!(crate::queue::redis::RedisQueue::open(&config.redis).is_ok());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use lineup::queue::redis::RedisQueue;
 async fn main() -> Result<(), Error> {
     lineup::logging::init();
     let config = Config::from_env()?;
-    let queue = RedisQueue::new(&config.redis_url, config.redis_timeout)?;
+    let queue = RedisQueue::open(&config.redis)?;
     let (queue, config) = (&queue, &config);
     run(service_fn(
         move |event: LambdaEvent<serde_json::Value>| async move {

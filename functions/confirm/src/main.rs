@@ -17,7 +17,7 @@ async fn main() -> Result<(), Error> {
     let redis = RedisSettings::from_env()?;
     let api = ConfirmApi {
         ledger: Arc::new(DynamoLedger::from_env()?),
-        admissions: Arc::new(RedisQueue::new(&redis.url, redis.timeout)?),
+        admissions: Arc::new(RedisQueue::open(&redis)?),
         secret: WebhookSecret::from_env()?,
         clock: Arc::new(SystemClock),
     };

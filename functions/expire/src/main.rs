@@ -13,7 +13,7 @@ async fn main() -> Result<(), Error> {
     lineup::logging::init();
     let redis = RedisSettings::from_env()?;
     let ledger = DynamoLedger::from_env()?;
-    let queue = RedisQueue::new(&redis.url, redis.timeout)?;
+    let queue = RedisQueue::open(&redis)?;
     let expiry = Expiry {
         sweeper: &ledger,
         ledger: &ledger,

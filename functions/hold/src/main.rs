@@ -17,7 +17,7 @@ async fn main() -> Result<(), Error> {
     let config = Config::from_env()?;
     let api = HoldApi {
         ledger: Arc::new(DynamoLedger::from_env()?),
-        admissions: Arc::new(RedisQueue::new(&config.redis_url, config.redis_timeout)?),
+        admissions: Arc::new(RedisQueue::open(&config.redis)?),
         key: config.signing_key,
         clock: Arc::new(SystemClock),
         catalogue: Arc::default(),

@@ -13,7 +13,7 @@ async fn main() -> Result<(), Error> {
     lineup::logging::init();
     let config = Config::from_env()?;
     let api = QueueApi {
-        line: Arc::new(RedisQueue::new(&config.redis_url, config.redis_timeout)?),
+        line: Arc::new(RedisQueue::open(&config.redis)?),
         key: config.signing_key,
         clock: Arc::new(SystemClock),
     };

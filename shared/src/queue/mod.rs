@@ -1,6 +1,7 @@
 //! The queue ports: what the use cases need from the waiting room, one small trait per capability.
 //! [`redis::RedisQueue`] implements them all, each operation as one atomic Lua script.
 
+pub mod connection;
 pub mod keys;
 pub mod redis;
 

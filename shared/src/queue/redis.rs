@@ -5,14 +5,15 @@
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{AsyncCommands, Client, Script};
+use redis::{AsyncCommands, Script};
 
+use super::connection::RedisConnection;
 use super::keys::{EventKeys, OPEN_EVENTS};
 use super::{
     AdmissionRegistry, Admitter, EventSettingsStore, Joined, Standing, TickReport, WaitingLine,
 };
 use crate::clock::{from_unix_millis, unix_millis};
+use crate::config::RedisSettings;
 use crate::event_settings::{EventSettings, QueueState};
 use crate::ids::{CustomerId, EventId};
 use crate::LineupError;
@@ -45,27 +46,33 @@ impl Scripts {
 }
 
 pub struct RedisQueue {
-    connection: ConnectionManager,
+    connection: RedisConnection,
     scripts: Scripts,
 }
 
 impl RedisQueue {
-    /// Builds the adapter without connecting: the connection is made on first use and remade
-    /// after failures, so a cold start with Redis down still answers (503), and recovers alone.
-    /// `timeout` bounds both connecting and each reply, so a request never hangs on Redis.
-    /// Fails only on an unusable URL: a configuration error, reported at cold start.
-    pub fn new(redis_url: &str, timeout: Duration) -> Result<Self, redis::RedisError> {
-        let client = Client::open(redis_url)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_millis(200));
-        let connection = ConnectionManager::new_lazy_with_config(client, config)?;
+    /// Builds the adapter without connecting (see [`RedisConnection`]). `timeout` bounds both
+    /// connecting and each reply, so a request never hangs on Redis. Fails only on an unusable
+    /// URL: a configuration error, reported at cold start.
+    pub fn open(settings: &RedisSettings) -> Result<Self, redis::RedisError> {
         Ok(Self {
-            connection,
+            connection: RedisConnection::open(&settings.url, settings.cluster, settings.timeout)?,
             scripts: Scripts::new(),
         })
+    }
+
+    /// A single (non-clustered) server at `redis_url`.
+    pub fn new(redis_url: &str, timeout: Duration) -> Result<Self, redis::RedisError> {
+        Self::open(&RedisSettings {
+            url: redis_url.to_owned(),
+            timeout,
+            cluster: false,
+        })
+    }
+
+    /// A handle on the same multiplexed connection (cheap to clone), for one call.
+    fn connection(&self) -> RedisConnection {
+        self.connection.clone()
     }
 
     /// Takes the customer out of the queue and the active set (leaving, or an admission ended).
@@ -84,11 +91,6 @@ impl RedisQueue {
             .invoke_async(&mut self.connection())
             .await?;
         Ok(removed > 0)
-    }
-
-    /// A handle on the same multiplexed connection (cheap to clone), for one call.
-    fn connection(&self) -> ConnectionManager {
-        self.connection.clone()
     }
 }
 
