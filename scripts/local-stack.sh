@@ -103,6 +103,22 @@ start_moto() {
   exit 1
 }
 
+# cargo-lambda and the SAM CLI from PyPI, in .local/tools (the cargo-lambda wheel bundles zig).
+CARGO_LAMBDA_VERSION="1.9.2"
+SAM_CLI_VERSION="1.170.0"
+ensure_lambda_tools() {
+  local venv="$LOCAL_DIR/tools" marker="$LOCAL_DIR/tools/.lineup-$CARGO_LAMBDA_VERSION-$SAM_CLI_VERSION"
+  if [ ! -f "$marker" ]; then
+    echo "==> creating $venv with cargo-lambda==$CARGO_LAMBDA_VERSION and aws-sam-cli==$SAM_CLI_VERSION"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check \
+      "cargo-lambda==$CARGO_LAMBDA_VERSION" "aws-sam-cli==$SAM_CLI_VERSION"
+    touch "$marker"
+  fi
+  export PATH="$venv/bin:$PATH"
+}
+
 stop_local_stack() {
   for pid in "${STARTED_PIDS[@]}"; do
     kill "$pid" 2>/dev/null || true

@@ -19,3 +19,4 @@ start_redis_cluster "${LINEUP_TEST_CLUSTER_PORT:-7111}"
 export REDIS_URL="redis://127.0.0.1:${REDIS_PORT}"
 echo "==> cargo test (Redis at ${REDIS_URL}, DynamoDB/SQS emulator at ${AWS_ENDPOINT_URL})"
 cargo test --workspace --locked "$@"
+scripts/lambda-local.sh

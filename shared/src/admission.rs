@@ -154,11 +154,20 @@ pub async fn admit_for_invocation(
     invocation: lambda_runtime::LambdaEvent<serde_json::Value>,
 ) -> Result<AdmissionSummary, LineupError> {
     expect_scheduled_event(invocation.payload, "admit")?;
-    let until_deadline = crate::clock::from_unix_millis(invocation.context.deadline)
-        .duration_since(clock.now())
-        .unwrap_or(Duration::ZERO)
-        .saturating_sub(DEADLINE_MARGIN);
-    let run_for = config.admit_run.min(until_deadline);
+    // Lambda's deadline is Unix milliseconds, always ahead at the start of an invocation. One
+    // that is already past is not a real deadline (local emulators send a relative 600000):
+    // then only ADMIT_RUN_MS bounds the run.
+    let deadline = crate::clock::from_unix_millis(invocation.context.deadline);
+    let run_for = match deadline.duration_since(clock.now()) {
+        Ok(left) => config.admit_run.min(left.saturating_sub(DEADLINE_MARGIN)),
+        Err(_) => {
+            tracing::warn!(
+                deadline_ms = invocation.context.deadline,
+                "invocation deadline already past; running for ADMIT_RUN_MS"
+            );
+            config.admit_run
+        }
+    };
     let admission = AdmissionLoop {
         admitter,
         clock,

@@ -23,7 +23,8 @@ impl Unit {
     }
 }
 
-/// The EMF line for `metrics`, all sharing one set of `dimensions`.
+/// The EMF line for `metrics`, all sharing one set of `dimensions` (and also published without
+/// dimensions, as a total).
 pub fn render(
     dimensions: &[(&str, &str)],
     metrics: &[(&str, f64, Unit)],
@@ -40,7 +41,9 @@ pub fn render(
             "Timestamp": timestamp,
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
-                "Dimensions": [dimensions.iter().map(|(name, _)| *name).collect::<Vec<_>>()],
+                // Per dimension values, and once more with none: the across-events total that
+                // alarms watch.
+                "Dimensions": [dimensions.iter().map(|(name, _)| *name).collect::<Vec<_>>(), Vec::<&str>::new()],
                 "Metrics": metrics.iter().map(|(name, _, unit)| json!({ "Name": name, "Unit": unit.as_str() })).collect::<Vec<_>>(),
             }],
         }),
@@ -78,7 +81,7 @@ mod tests {
         assert_eq!(line["_aws"]["Timestamp"], 1_795_942_800_000u64);
         let declared = &line["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(declared["Namespace"], "Lineup");
-        assert_eq!(declared["Dimensions"], json!([["EventId"]]));
+        assert_eq!(declared["Dimensions"], json!([["EventId"], []]));
         assert_eq!(
             declared["Metrics"][1],
             json!({ "Name": "QueueLength", "Unit": "Count" })
