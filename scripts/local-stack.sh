@@ -119,6 +119,26 @@ ensure_lambda_tools() {
   export PATH="$venv/bin:$PATH"
 }
 
+# start_silent_listener PORT: accepts TCP connections on 127.0.0.1:PORT and never answers, the
+# way a wrong route or security group looks from a function: calls must time out, not hang.
+start_silent_listener() {
+  python3 - "$1" <<'PY' &
+import socket, sys, time
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", int(sys.argv[1])))
+server.listen(512)
+held = []
+while True:
+    connection, _ = server.accept()
+    held.append(connection)  # kept open, never read from or written to
+PY
+  STARTED_PIDS+=($!)
+  for _ in $(seq 1 50); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.1; done
+  echo "error: the silent listener on $1 did not start" >&2
+  exit 1
+}
+
 stop_local_stack() {
   for pid in "${STARTED_PIDS[@]}"; do
     kill "$pid" 2>/dev/null || true

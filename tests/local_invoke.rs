@@ -6,19 +6,21 @@
 //! admitted count for `admit`, the SQS message for `outbox-stream`, the error for wrong events.
 //!
 //! `local-invoke healthy` runs against functions whose Redis and AWS endpoint are up;
-//! `local-invoke unreachable` against ones pointed at closed ports (answers must come, not hangs).
+//! `local-invoke unreachable` against ones pointed at a listener that never answers (answers or
+//! reported errors must come within a bound, not hangs).
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
+use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use lineup::event_settings::EventSettings;
-use lineup::ids::EventId;
+use lineup::ids::{CustomerId, EventId};
 use lineup::ledger::dynamo::tables::create_tables;
 use lineup::ledger::dynamo::{DynamoLedger, TableNames};
 use lineup::ledger::NewSeat;
 use lineup::queue::keys::EventKeys;
-use lineup::queue::EventSettingsStore;
+use lineup::queue::{EventSettingsStore, WaitingLine};
 use lineup_tests::on_sale::{route, seat, webhook_secret};
 use lineup_tests::{customer, queue, redis, sample, SAMPLE_CUSTOMER, SAMPLE_EVENT};
 use serde_json::{json, Value};
@@ -54,11 +56,15 @@ fn port(function: &str) -> String {
         .unwrap_or_else(|| panic!("no port for {function} in LAMBDA_PORTS"))
 }
 
-/// `cargo lambda invoke --data-file FILE` against the function's runtime emulator.
+/// `cargo lambda invoke --data-file FILE` against the function's runtime emulator, bounded by
+/// `timeout`: a function that never answers (say it died at cold start) fails the run instead
+/// of hanging it.
 fn invoke(function: &str, file: &PathBuf) -> Answer {
     let started = Instant::now();
-    let output = Command::new("cargo")
+    let output = Command::new("timeout")
         .args([
+            "40",
+            "cargo",
             "lambda",
             "invoke",
             "_",
@@ -70,12 +76,17 @@ fn invoke(function: &str, file: &PathBuf) -> Answer {
         ])
         .arg(file)
         .output()
-        .expect("cargo lambda is on PATH");
-    let took = started.elapsed();
+        .expect("timeout and cargo lambda are on PATH");
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
     println!(
-        "  invoke {function} {} -> {:?} in {took:.1?}",
-        file.file_name().unwrap().to_string_lossy(),
-        output.status.code()
+        "  invoke {function} {name} -> {:?} in {:.1?}",
+        output.status.code(),
+        started.elapsed()
+    );
+    assert_ne!(
+        output.status.code(),
+        Some(124),
+        "{function} {name}: no answer within 40 s"
     );
     if output.status.success() {
         Answer::Ok(serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
@@ -114,9 +125,26 @@ fn expect_failure(function: &str, file: &PathBuf, code: &str) {
     }
 }
 
+/// A sample, as a scratch file.
+fn sample_file(name: &str) -> PathBuf {
+    scratch(name, &sample(name))
+}
+
+/// `confirm.json` for `order_id` with `body`, signed now with the development webhook secret.
+fn signed_confirm(order_id: &str, body: &Value) -> Value {
+    let text = body.to_string();
+    let mut confirm = route(&sample("confirm.json"), &[("orderId", order_id)], None);
+    confirm["body"] = text.clone().into();
+    confirm["headers"]["lineup-signature"] = webhook_secret()
+        .sign(SystemTime::now(), text.as_bytes())
+        .into();
+    confirm
+}
+
 async fn healthy() {
     let event = EventId::parse(SAMPLE_EVENT).unwrap();
-    let alice = lineup::ids::CustomerId::parse(SAMPLE_CUSTOMER).unwrap();
+    let alice = CustomerId::parse(SAMPLE_CUSTOMER).unwrap();
+    let bob = CustomerId::parse("customer-0002").unwrap();
 
     println!("setting up: tables, ticket queue, the demo event");
     let tables = TableNames::from_env().expect("table names");
@@ -139,7 +167,7 @@ async fn healthy() {
     let created = sqs
         .create_queue()
         .queue_name("lineup-ticket-issued.fifo")
-        .attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true")
+        .attributes(QueueAttributeName::FifoQueue, "true")
         .send()
         .await
         .expect("create queue");
@@ -164,13 +192,13 @@ async fn healthy() {
         .await
         .unwrap();
     for n in 100..103 {
-        lineup::queue::WaitingLine::join(queue.as_ref(), &event, &customer(n), SystemTime::now())
+        WaitingLine::join(queue.as_ref(), &event, &customer(n), SystemTime::now())
             .await
             .unwrap();
     }
 
     println!("join, poll");
-    let (status, joined) = http("join", &scratch("join.json", &sample("join.json")));
+    let (status, joined) = http("join", &sample_file("join.json"));
     assert_eq!(
         (
             status,
@@ -179,24 +207,49 @@ async fn healthy() {
         ),
         (201, Some("waiting"), Some(3))
     );
-    let (status, _) = http("join", &scratch("join.json", &sample("join.json")));
-    assert_eq!(status, 200, "re-joining keeps the place");
-    let (status, polled) = http("poll", &scratch("poll.json", &sample("poll.json")));
-    assert_eq!((status, polled["status"].as_str()), (200, Some("waiting")));
-    for (function, file, status) in [
-        ("join", "join-unauthenticated.json", 401),
-        ("join", "join-not-json.json", 400),
-        ("join", "join-unknown-event.json", 404),
-        ("poll", "poll-foreign-queue-id.json", 404),
-        ("poll", "poll-malformed-queue-id.json", 400),
+    let (status, again) = http("join", &sample_file("join.json"));
+    assert_eq!(
+        (status, &again["queueId"]),
+        (200, &joined["queueId"]),
+        "re-joining keeps the place"
+    );
+    let (status, polled) = http("poll", &sample_file("poll.json"));
+    assert_eq!(
+        (
+            status,
+            polled["status"].as_str(),
+            polled["position"].as_u64()
+        ),
+        (200, Some("waiting"), Some(3))
+    );
+    for (function, file, status, code) in [
+        ("join", "join-unauthenticated.json", 401, "unauthenticated"),
+        ("join", "join-not-json.json", 400, "invalid_json"),
+        ("join", "join-unknown-event.json", 404, "event_not_found"),
+        (
+            "poll",
+            "poll-foreign-queue-id.json",
+            404,
+            "queue_entry_not_found",
+        ),
+        (
+            "poll",
+            "poll-malformed-queue-id.json",
+            400,
+            "invalid_queue_id",
+        ),
     ] {
-        let (got, body) = http(function, &scratch(file, &sample(file)));
-        assert_eq!(got, status, "{file}: {body}");
-        assert!(body["error"]["code"].is_string(), "{file}: {body}");
+        let (got, body) = http(function, &sample_file(file));
+        assert_eq!(
+            (got, body["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{file}: {body}"
+        );
     }
 
     println!("admit");
-    match invoke("admit", &scratch("admit.json", &sample("admit.json"))) {
+    match invoke("admit", &sample_file("admit.json")) {
+        // Every open event of this Redis is ticked; the demo event alone has 4 waiting.
         Answer::Ok(summary) => assert!(
             summary["admitted"].as_u64().unwrap_or(0) >= 4,
             "admit summary: {summary}"
@@ -205,54 +258,81 @@ async fn healthy() {
     }
     expect_failure(
         "admit",
-        &scratch("admit-wrong-kind.json", &sample("admit-wrong-kind.json")),
+        &sample_file("admit-wrong-kind.json"),
         "not_a_scheduled_event",
     );
-    let (_, admitted) = http("poll", &scratch("poll.json", &sample("poll.json")));
+    let (_, admitted) = http("poll", &sample_file("poll.json"));
     assert_eq!(admitted["status"], "admitted", "{admitted}");
     let token = admitted["accessToken"].as_str().unwrap().to_owned();
 
-    println!("seat map, hold, order, confirm");
-    let (status, map) = http("hold", &scratch("seats.json", &sample("seats.json")));
+    println!("seat map, hold, order, release, hold again, confirm");
+    let (status, map) = http("hold", &sample_file("seats.json"));
     assert_eq!(
         (status, map["seats"].as_array().map(Vec::len)),
         (200, Some(8))
     );
     let mut hold = sample("hold.json");
     hold["headers"]["x-queue-token"] = token.clone().into();
-    let (status, order) = http("hold", &scratch("hold.json", &hold));
-    assert_eq!(status, 201, "{order}");
-    let order_id = order["orderId"].as_str().unwrap().to_owned();
-    let (status, _) = http(
-        "hold",
-        &scratch("hold-no-token.json", &sample("hold-no-token.json")),
+    let (status, first) = http("hold", &scratch("hold.json", &hold));
+    assert_eq!(
+        (status, first["seatIds"].clone()),
+        (201, json!(["A-001", "A-002"])),
+        "{first}"
     );
-    assert_eq!(status, 403);
+    let first_id = first["orderId"].as_str().unwrap().to_owned();
+    let (status, refused) = http("hold", &sample_file("hold-no-token.json"));
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (403, Some("access_denied"))
+    );
     let mut too_many = sample("hold-too-many-seats.json");
     too_many["headers"]["x-queue-token"] = token.into();
-    let (status, _) = http("hold", &scratch("hold-too-many-seats.json", &too_many));
-    assert_eq!(status, 400);
-    let (status, pending) = http(
-        "hold",
-        &scratch(
+    let (status, refused) = http("hold", &scratch("hold-too-many-seats.json", &too_many));
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (400, Some("too_many_seats"))
+    );
+    let order = |caller: &CustomerId| {
+        scratch(
             "order.json",
             &route(
                 &sample("order.json"),
-                &[("orderId", &order_id)],
-                Some(&alice),
+                &[("orderId", &first_id)],
+                Some(caller),
             ),
-        ),
-    );
+        )
+    };
+    let (status, pending) = http("hold", &order(&alice));
     assert_eq!((status, pending["status"].as_str()), (200, Some("PENDING")));
+    let foreign = route(
+        &sample("order-foreign.json"),
+        &[("orderId", &first_id)],
+        Some(&bob),
+    );
+    let (status, refused) = http("hold", &scratch("order-foreign.json", &foreign));
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+    let release = route(
+        &sample("release.json"),
+        &[("eventId", SAMPLE_EVENT), ("orderId", &first_id)],
+        Some(&alice),
+    );
+    let (status, _) = http("hold", &scratch("release.json", &release));
+    assert_eq!(status, 204);
+    let (_, released) = http("hold", &order(&alice));
+    assert_eq!(released["status"], "RELEASED");
+    let (status, second) = http("hold", &scratch("hold.json", &hold));
+    assert_eq!(status, 201, "{second}");
+    let order_id = second["orderId"].as_str().unwrap().to_owned();
 
-    let body = json!({ "paymentId": "pay_local_1", "amount": order["amount"], "currency": "KRW" })
-        .to_string();
-    let mut confirm = route(&sample("confirm.json"), &[("orderId", &order_id)], None);
-    confirm["body"] = body.clone().into();
-    confirm["headers"]["lineup-signature"] = webhook_secret()
-        .sign(SystemTime::now(), body.as_bytes())
-        .into();
-    let (status, paid) = http("confirm", &scratch("confirm.json", &confirm));
+    let payment =
+        json!({ "paymentId": "pay_local_1", "amount": second["amount"], "currency": "KRW" });
+    let (status, paid) = http(
+        "confirm",
+        &scratch("confirm.json", &signed_confirm(&order_id, &payment)),
+    );
     assert_eq!(
         (status, paid["status"].as_str()),
         (200, Some("PAID")),
@@ -263,8 +343,11 @@ async fn healthy() {
         &[("orderId", &order_id)],
         None,
     );
-    let (status, _) = http("confirm", &scratch("confirm-bad-signature.json", &bad));
-    assert_eq!(status, 401);
+    let (status, refused) = http("confirm", &scratch("confirm-bad-signature.json", &bad));
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (401, Some("invalid_signature"))
+    );
 
     println!("outbox-stream: the records the sale wrote, from the emulator's stream");
     let records = lineup_tests::stream::lambda_event_from_stream(&tables.outbox).await;
@@ -277,47 +360,83 @@ async fn healthy() {
         Answer::Ok(response) => assert_eq!(response["batchItemFailures"], json!([]), "{response}"),
         Answer::Failed(report) => panic!("outbox-stream failed: {report}"),
     }
-    let messages = sqs
+    let received = sqs
         .receive_message()
         .queue_url(env("TICKET_QUEUE_URL"))
         .max_number_of_messages(10)
+        .message_system_attribute_names(MessageSystemAttributeName::All)
         .send()
         .await
         .unwrap();
-    let message: Value = serde_json::from_str(messages.messages()[0].body().unwrap()).unwrap();
+    assert_eq!(
+        received.messages().len(),
+        1,
+        "one ticket message for one sale"
+    );
+    let sent = &received.messages()[0];
+    let message: Value = serde_json::from_str(sent.body().unwrap()).unwrap();
     assert_eq!(
         (message["type"].as_str(), message["orderId"].as_str()),
         (Some("ticket_issued"), Some(order_id.as_str()))
     );
+    let attribute = |name: MessageSystemAttributeName| {
+        sent.attributes().and_then(|all| all.get(&name)).cloned()
+    };
+    assert_eq!(
+        attribute(MessageSystemAttributeName::MessageGroupId).as_deref(),
+        Some(order_id.as_str())
+    );
+    assert_eq!(
+        attribute(MessageSystemAttributeName::MessageDeduplicationId).as_deref(),
+        message["outboxId"].as_str()
+    );
     expect_failure(
         "outbox-stream",
-        &scratch(
-            "outbox-stream-wrong-kind.json",
-            &sample("outbox-stream-wrong-kind.json"),
-        ),
+        &sample_file("outbox-stream-wrong-kind.json"),
         "not_a_dynamodb_stream_event",
     );
 
     println!("expire");
-    match invoke("expire", &scratch("expire.json", &sample("expire.json"))) {
-        Answer::Ok(report) => assert_eq!(report["ordersExpired"], 0, "{report}"),
+    match invoke("expire", &sample_file("expire.json")) {
+        Answer::Ok(report) => assert_eq!(
+            (
+                report["ordersExpired"].as_u64(),
+                report["ordersFailed"].as_u64()
+            ),
+            (Some(0), Some(0)),
+            "{report}"
+        ),
         Answer::Failed(report) => panic!("expire failed: {report}"),
     }
     expect_failure(
         "expire",
-        &scratch("admit-wrong-kind.json", &sample("admit-wrong-kind.json")),
+        &sample_file("admit-wrong-kind.json"),
         "not_a_scheduled_event",
+    );
+
+    println!("join again, leave");
+    let (status, _) = http("join", &sample_file("join.json"));
+    assert_eq!(
+        status, 201,
+        "a paid customer's admission ended; joining again queues them"
+    );
+    let (status, _) = http("poll", &sample_file("leave.json"));
+    assert_eq!(status, 204);
+    let (status, refused) = http("poll", &sample_file("leave.json"));
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (404, Some("queue_entry_not_found"))
     );
     println!("every function answered as expected");
 }
 
-/// Against a watch whose Redis and AWS endpoint are closed ports: every function answers (503)
-/// or reports the error through the runtime, within a bound, instead of hanging.
+/// Against functions whose Redis and AWS endpoint never answer: every function answers (503
+/// with Retry-After) or reports the error through the runtime, within a bound, never hangs.
 async fn unreachable() {
     let bound = Duration::from_secs(30);
-    let timed = |function: &str, file: &str| {
+    let timed = |function: &str, file: &PathBuf| {
         let started = Instant::now();
-        let answer = invoke(function, &scratch(file, &sample(file)));
+        let answer = invoke(function, file);
         assert!(
             started.elapsed() < bound,
             "{function} took {:?}",
@@ -325,12 +444,18 @@ async fn unreachable() {
         );
         answer
     };
+    let payment = json!({ "paymentId": "pay_local_2", "amount": 12000, "currency": "KRW" });
+    let confirm = scratch(
+        "confirm-signed.json",
+        &signed_confirm("9b2f6c1e-3d4a-4f8b-a6c2-5e7d8f9a0b1c", &payment),
+    );
     for (function, file) in [
-        ("join", "join.json"),
-        ("poll", "poll.json"),
-        ("hold", "seats.json"),
+        ("join", sample_file("join.json")),
+        ("poll", sample_file("poll.json")),
+        ("hold", sample_file("seats.json")),
+        ("confirm", confirm),
     ] {
-        match timed(function, file) {
+        match timed(function, &file) {
             Answer::Ok(response) => {
                 assert_eq!(response["statusCode"], 503, "{function}: {response}");
                 assert!(
@@ -341,16 +466,18 @@ async fn unreachable() {
             Answer::Failed(report) => panic!("{function} should answer 503, reported {report}"),
         }
     }
-    for (function, file, code) in [
-        ("admit", "admit.json", "service_unavailable"),
-        ("expire", "expire.json", "service_unavailable"),
-    ] {
-        match timed(function, file) {
-            Answer::Failed(report) => assert!(report.contains(code), "{function}: {report}"),
-            Answer::Ok(answer) => panic!("{function} should report {code}, answered {answer}"),
+    for (function, file) in [("admit", "admit.json"), ("expire", "expire.json")] {
+        match timed(function, &sample_file(file)) {
+            Answer::Failed(report) => assert!(
+                report.contains("service_unavailable"),
+                "{function}: {report}"
+            ),
+            Answer::Ok(answer) => {
+                panic!("{function} should report service_unavailable, answered {answer}")
+            }
         }
     }
-    match timed("outbox-stream", "outbox-stream.json") {
+    match timed("outbox-stream", &sample_file("outbox-stream.json")) {
         Answer::Ok(response) => assert_eq!(
             response["batchItemFailures"].as_array().map(Vec::len),
             Some(3),

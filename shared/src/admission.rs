@@ -41,10 +41,16 @@ impl AdmissionLoop<'_> {
         interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut summary = AdmissionSummary::default();
         let mut failed_in_a_row = 0;
+        let mut last_failure = None;
         loop {
             interval.tick().await;
             if Instant::now() >= deadline {
-                return Ok(summary);
+                // A run whose ticks all failed (too few to reach the limit before the time ran
+                // out) is a failed run, not an empty success.
+                return match last_failure {
+                    Some(error) if failed_in_a_row > 0 => Err(error),
+                    _ => Ok(summary),
+                };
             }
             match self.tick_once(&mut summary).await {
                 Ok(()) => failed_in_a_row = 0,
@@ -54,6 +60,7 @@ impl AdmissionLoop<'_> {
                     if failed_in_a_row >= MAX_FAILED_TICKS_IN_A_ROW {
                         return Err(error);
                     }
+                    last_failure = Some(error);
                 }
             }
         }
