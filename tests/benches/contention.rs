@@ -1,0 +1,240 @@
+//! Seat contention against the serialised moto server: 1,000 customers at once on 100 seats
+//! (1–4 seats each), then every winner pays, then a sweep of lapsed holds. Prints holds per
+//! second, the conflict rate, and the DynamoDB requests per hold, confirm and expired order,
+//! counted by an SDK interceptor on every request sent.
+//!
+//! moto's absolute numbers say nothing about AWS: it runs every DynamoDB request one at a time
+//! behind one lock, in Python, with transaction costs growing with table size; DynamoDB runs
+//! transactions on different items in parallel across partitions. The counts, conflict rate and
+//! invariants carry over; the throughput does not.
+//!
+//! Run: `scripts/bench.sh`, or with REDIS_URL and AWS_ENDPOINT_URL set:
+//! `cargo bench -p lineup-tests --bench contention -- [customers]`
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::config_bag::ConfigBag;
+use futures::future::join_all;
+use http::StatusCode;
+use lineup::clock::Clock;
+use lineup::ids::SeatId;
+use lineup::ledger::dynamo::DynamoLedger;
+use lineup::ledger::{HoldSweeper, HOLD_DURATION};
+use lineup_tests::on_sale::{seat, OnSale};
+use lineup_tests::*;
+
+/// Counts every DynamoDB request sent, by operation (from `X-Amz-Target`).
+#[derive(Debug, Clone, Default)]
+struct RequestCounter(Arc<Mutex<BTreeMap<String, u64>>>);
+
+impl RequestCounter {
+    fn take(&self) -> BTreeMap<String, u64> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+impl Intercept for RequestCounter {
+    fn name(&self) -> &'static str {
+        "RequestCounter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let target = context
+            .request()
+            .headers()
+            .get("x-amz-target")
+            .unwrap_or("?");
+        let operation = target.rsplit('.').next().unwrap_or(target).to_owned();
+        *self.0.lock().unwrap().entry(operation).or_default() += 1;
+        Ok(())
+    }
+}
+
+/// The on-sale's ledger, rebuilt on a client that counts its requests.
+fn counting(sale: &mut OnSale) -> RequestCounter {
+    let counter = RequestCounter::default();
+    let settings = lineup_tests::aws::settings();
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+        .region(aws_sdk_dynamodb::config::Region::new(
+            settings.region.clone(),
+        ))
+        .credentials_provider(settings.credentials.clone())
+        .http_client(lineup::aws::http_client())
+        .endpoint_url(lineup_tests::aws::endpoint_url())
+        .interceptor(counter.clone())
+        .build();
+    let ledger = Arc::new(DynamoLedger::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        sale.tables.clone(),
+    ));
+    sale.ledger = ledger.clone();
+    sale.hold_api.ledger = ledger.clone();
+    sale.confirm_api.ledger = ledger;
+    counter
+}
+
+fn wish_list(n: usize, seats: usize) -> Vec<SeatId> {
+    let mut state = (n as u64 + 7).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut next = || {
+        state ^= state >> 31;
+        state = state.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        state ^ (state >> 29)
+    };
+    let count = 1 + (next() % 4) as usize;
+    let mut wanted = BTreeSet::new();
+    while wanted.len() < count {
+        wanted.insert(1 + (next() % seats as u64) as usize);
+    }
+    wanted.into_iter().map(seat).collect()
+}
+
+fn per(counts: &BTreeMap<String, u64>, operations: u64) -> String {
+    let total: u64 = counts.values().sum();
+    let detail: Vec<String> = counts
+        .iter()
+        .map(|(op, n)| format!("{op} {:.2}", *n as f64 / operations as f64))
+        .collect();
+    format!(
+        "{:.2} ({})",
+        total as f64 / operations as f64,
+        detail.join(", ")
+    )
+}
+
+#[tokio::main]
+async fn main() {
+    let customers: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(1_000);
+    const SEATS: usize = 100;
+    println!(
+        "contention: {customers} customers on {SEATS} seats, against {}",
+        lineup_tests::aws::endpoint_url()
+    );
+    let mut sale = OnSale::with_seats(SEATS).await;
+    let counter = counting(&mut sale);
+    let people: Vec<_> = (0..customers).map(customer).collect();
+    let tokens = sale.admit(&people).await;
+    // Warm the catalogue, as a warm Lambda instance has it.
+    holds_route_warmup(&sale).await;
+    counter.take();
+
+    let started = Instant::now();
+    let holds = join_all((0..customers).map(|n| {
+        let sale = &sale;
+        let (who, token) = (&people[n], &tokens[n]);
+        async move { sale.hold(who, token, &wish_list(n, SEATS)).await }
+    }))
+    .await;
+    let took = started.elapsed();
+    let hold_requests = counter.take();
+    let won: Vec<_> = holds
+        .iter()
+        .filter(|r| r.status() == StatusCode::CREATED)
+        .map(body)
+        .collect();
+    let conflicts = holds
+        .iter()
+        .filter(|r| r.status() == StatusCode::CONFLICT)
+        .count();
+    assert_eq!(
+        won.len() + conflicts,
+        customers,
+        "every hold won or got 409"
+    );
+
+    let started = Instant::now();
+    let paid = join_all(won.iter().map(|order| {
+        let sale = &sale;
+        async move {
+            sale.pay(
+                order["orderId"].as_str().unwrap(),
+                order["amount"].as_i64().unwrap(),
+            )
+            .await
+        }
+    }))
+    .await;
+    let pay_took = started.elapsed();
+    assert!(paid.iter().all(|r| r.status() == StatusCode::OK));
+    let confirm_requests = counter.take();
+
+    // Lapsed holds, swept.
+    let mut lapsing = OnSale::with_seats(50).await;
+    let sweep_counter = counting(&mut lapsing);
+    let lapsing_people: Vec<_> = (0..50).map(customer).collect();
+    let lapsing_tokens = lapsing.admit(&lapsing_people).await;
+    for n in 0..50 {
+        let response = lapsing
+            .hold(&lapsing_people[n], &lapsing_tokens[n], &[seat(n + 1)])
+            .await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+    }
+    lapsing
+        .clock
+        .advance(HOLD_DURATION + Duration::from_secs(1));
+    sweep_counter.take();
+    let report = lapsing
+        .ledger
+        .expire_lapsed(lapsing.clock.now())
+        .await
+        .unwrap();
+    let sweep_requests = sweep_counter.take();
+    assert_eq!(report.orders_expired, 50);
+
+    println!();
+    println!("| figure | value |");
+    println!("|---|---:|");
+    println!(
+        "| holds attempted | {customers} in {:.1} s: {:.0} holds/s |",
+        took.as_secs_f64(),
+        customers as f64 / took.as_secs_f64()
+    );
+    println!(
+        "| won / lost (409) | {} / {conflicts}: conflict rate {:.1} % |",
+        won.len(),
+        100.0 * conflicts as f64 / customers as f64
+    );
+    println!(
+        "| confirms | {} in {:.1} s: {:.0}/s |",
+        won.len(),
+        pay_took.as_secs_f64(),
+        won.len() as f64 / pay_took.as_secs_f64()
+    );
+    println!(
+        "| DynamoDB requests per hold attempt | {} |",
+        per(&hold_requests, customers as u64)
+    );
+    println!(
+        "| DynamoDB requests per confirm | {} |",
+        per(&confirm_requests, won.len() as u64)
+    );
+    println!(
+        "| DynamoDB requests per expired order (1 seat, 50 in one sweep) | {} |",
+        per(&sweep_requests, 50)
+    );
+}
+
+/// One seat-map read through the hold route, so the hold function's catalogue is loaded.
+async fn holds_route_warmup(sale: &OnSale) {
+    let request = request(&lineup_tests::on_sale::route(
+        &sample("seats.json"),
+        &[("eventId", sale.event.as_str())],
+        Some(&customer(0)),
+    ));
+    let response = lineup::http::holds::handle(&sale.hold_api, request).await;
+    assert_eq!(response.status(), StatusCode::OK);
+}
