@@ -15,12 +15,7 @@ impl EventId {
     pub const MAX_LEN: usize = 64;
 
     pub fn parse(raw: &str) -> Result<Self, LineupError> {
-        let well_formed = !raw.is_empty()
-            && raw.len() <= Self::MAX_LEN
-            && raw
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if well_formed {
+        if is_plain_id(raw, Self::MAX_LEN) {
             Ok(Self(raw.to_owned()))
         } else {
             Err(LineupError::invalid(
@@ -109,12 +104,7 @@ impl SeatId {
     pub const MAX_LEN: usize = 32;
 
     pub fn parse(raw: &str) -> Result<Self, LineupError> {
-        let well_formed = !raw.is_empty()
-            && raw.len() <= Self::MAX_LEN
-            && raw
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if well_formed {
+        if is_plain_id(raw, Self::MAX_LEN) {
             Ok(Self(raw.to_owned()))
         } else {
             Err(LineupError::invalid(
@@ -168,6 +158,16 @@ impl OrderId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// 1 to `max_len` characters of `A-Z a-z 0-9 _ -`: safe in a Redis hash tag, a DynamoDB key
+/// (`<event>#<seat>`) and a URL path, with no escaping.
+fn is_plain_id(raw: &str, max_len: usize) -> bool {
+    !raw.is_empty()
+        && raw.len() <= max_len
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// At most 40 characters of untrusted input, for an error message.

@@ -146,11 +146,7 @@ impl From<&Order> for OrderBody {
             order_id: order.order_id.as_str().to_owned(),
             event_id: order.event_id.as_str().to_owned(),
             status: order.status,
-            seat_ids: order
-                .seat_ids
-                .iter()
-                .map(|seat| seat.as_str().to_owned())
-                .collect(),
+            seat_ids: order.seat_id_strings(),
             amount: order.amount,
             currency: order.currency.clone(),
             expires_at: rfc3339(order.expires_at),

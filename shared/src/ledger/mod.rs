@@ -72,6 +72,16 @@ pub struct Order {
     pub expires_at: SystemTime,
 }
 
+impl Order {
+    /// The seat ids as plain strings, as responses and events carry them.
+    pub fn seat_id_strings(&self) -> Vec<String> {
+        self.seat_ids
+            .iter()
+            .map(|seat| seat.as_str().to_owned())
+            .collect()
+    }
+}
+
 /// What the hold function asks for, already validated (1–4 distinct seats, prices known).
 #[derive(Debug, Clone)]
 pub struct HoldRequest {

@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
 
 use super::hold::status_name;
 use super::items::{from_item, idempotency_key, n, order_key, s, seat_key, to_item};
-use super::{condition_failed, store_error, transact, DynamoLedger, TransactionOutcome};
+use super::{built, condition_failed, store_error, transact, DynamoLedger, TransactionOutcome};
 use crate::clock::{rfc3339, unix_millis};
 use crate::ledger::{ConfirmAnswer, Order, OrderStatus, PaymentConfirmation};
 use crate::outbox::{OutboxEvent, OutboxEventKind};
@@ -34,10 +34,6 @@ struct OutboxItem<'a> {
     #[serde(flatten)]
     event: &'a OutboxEvent,
     ttl: u64,
-}
-
-fn built<T, E: std::fmt::Debug>(result: Result<T, E>) -> T {
-    result.expect("all required fields are set")
 }
 
 impl DynamoLedger {
@@ -229,11 +225,7 @@ impl DynamoLedger {
             event_id: order.event_id.as_str().to_owned(),
             order_id: order.order_id.as_str().to_owned(),
             customer_id: order.customer_id.as_str().to_owned(),
-            seat_ids: order
-                .seat_ids
-                .iter()
-                .map(|seat| seat.as_str().to_owned())
-                .collect(),
+            seat_ids: order.seat_id_strings(),
             amount: order.amount,
             currency: order.currency.clone(),
             occurred_at: rfc3339(payment.now),

@@ -8,19 +8,11 @@ use aws_sdk_dynamodb::types::{
 use super::items::{
     from_item, hold_lock_key, n, order_key, pending_shard, s, seat_key, to_item, OrderItem,
 };
-use super::{condition_failed, store_error, transact, DynamoLedger, TransactionOutcome};
+use super::{built, condition_failed, store_error, transact, DynamoLedger, TransactionOutcome};
 use crate::clock::unix_millis;
 use crate::ids::{CustomerId, OrderId};
 use crate::ledger::{HoldRequest, Order, OrderStatus, HOLD_DURATION};
 use crate::LineupError;
-
-fn built<T, E>(result: Result<T, E>) -> T
-where
-    E: std::fmt::Debug,
-{
-    // The builders only fail when a required field is missing, which the code below always sets.
-    result.expect("all required fields are set")
-}
 
 impl DynamoLedger {
     pub(crate) async fn hold_seats(&self, request: &HoldRequest) -> Result<Order, LineupError> {

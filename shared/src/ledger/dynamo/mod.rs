@@ -161,6 +161,12 @@ fn backoff(attempt: u32) -> std::time::Duration {
     std::time::Duration::from_millis(base + jitter)
 }
 
+/// Unwraps an SDK builder's result. The builders only fail when a required field is missing,
+/// and every call site sets them all: a failure here is a bug in this crate, not bad input.
+pub(crate) fn built<T, E: std::fmt::Debug>(result: Result<T, E>) -> T {
+    result.expect("all required fields are set")
+}
+
 /// Whether a cancellation reason is a failed condition (rather than "None": not the cause).
 pub(crate) fn condition_failed(reason: &CancellationReason) -> bool {
     reason.code() == Some("ConditionalCheckFailed")
