@@ -1,32 +1,18 @@
 //! The `expire` sweep returns lapsed holds and leaves live ones alone; an event whose seats are
 //! all sold closes its queue.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use http::StatusCode;
 use lambda_runtime::{Context, LambdaEvent};
 use lineup::clock::Clock;
 use lineup::expiry::Expiry;
 use lineup::http::{holds, join, poll};
-use lineup::ids::EventId;
 use lineup::ledger::HOLD_DURATION;
-use lineup::queue::{Admitter, TickReport, WaitingLine};
-use lineup::LineupError;
-use lineup_tests::on_sale::{route, seat, OnSale};
+use lineup::queue::WaitingLine;
+use lineup_tests::on_sale::{seat, OnSale};
+use lineup_tests::route;
 use lineup_tests::*;
-
-/// Only this test's event is "open", so the sweep does not look at other tests' events.
-struct Only(EventId);
-
-#[async_trait::async_trait]
-impl Admitter for Only {
-    async fn open_events(&self) -> Result<Vec<EventId>, LineupError> {
-        Ok(vec![self.0.clone()])
-    }
-    async fn admit_tick(&self, _: &EventId, _: SystemTime) -> Result<TickReport, LineupError> {
-        Ok(TickReport::default())
-    }
-}
 
 fn scheduled(file: &str) -> LambdaEvent<serde_json::Value> {
     LambdaEvent::new(sample(file), Context::default())
@@ -42,7 +28,10 @@ async fn expire_returns_lapsed_holds_and_leaves_live_ones_alone() {
     sale.clock.advance(HOLD_DURATION + Duration::from_secs(1));
     let live = body(&sale.hold(&bob, &tokens[1], &[seat(4)]).await);
 
-    let only = Only(sale.event.clone());
+    let only = OnlyEvents {
+        queue: sale.queue.clone(),
+        events: vec![sale.event.clone()],
+    };
     let expiry = Expiry {
         sweeper: sale.ledger.as_ref(),
         ledger: sale.ledger.as_ref(),
@@ -136,7 +125,10 @@ async fn when_every_seat_is_sold_the_queue_closes() {
         .join(&sale.event, &waiting, sale.clock.now())
         .await
         .unwrap();
-    let only = Only(sale.event.clone());
+    let only = OnlyEvents {
+        queue: sale.queue.clone(),
+        events: vec![sale.event.clone()],
+    };
     let expiry = Expiry {
         sweeper: sale.ledger.as_ref(),
         ledger: sale.ledger.as_ref(),

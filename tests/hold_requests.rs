@@ -5,7 +5,8 @@ use http::StatusCode;
 use lambda_http::Request;
 use lineup::http::{confirm, holds};
 use lineup_tests::aws::unique;
-use lineup_tests::on_sale::{route, seat, OnSale, CURRENCY};
+use lineup_tests::on_sale::{seat, OnSale, CURRENCY};
+use lineup_tests::route;
 use lineup_tests::*;
 use serde_json::{json, Value};
 

@@ -21,7 +21,8 @@ use lineup::ledger::dynamo::{DynamoLedger, TableNames};
 use lineup::ledger::NewSeat;
 use lineup::queue::keys::EventKeys;
 use lineup::queue::{EventSettingsStore, WaitingLine};
-use lineup_tests::on_sale::{route, seat, webhook_secret};
+use lineup_tests::on_sale::{seat, webhook_secret};
+use lineup_tests::route;
 use lineup_tests::{customer, queue, redis, sample, SAMPLE_CUSTOMER, SAMPLE_EVENT};
 use serde_json::{json, Value};
 

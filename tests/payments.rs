@@ -224,7 +224,10 @@ async fn a_late_payment_on_a_lapsed_hold_nobody_took_still_sells() {
     let expiry = Expiry {
         sweeper: sale.ledger.as_ref(),
         ledger: sale.ledger.as_ref(),
-        events: &NoEvents,
+        events: &OnlyEvents {
+            queue: sale.queue.clone(),
+            events: Vec::new(),
+        }, // no sold-out check
         settings: sale.queue.as_ref(),
         clock: sale.clock.as_ref(),
     };
@@ -250,21 +253,4 @@ async fn a_late_payment_on_a_lapsed_hold_nobody_took_still_sells() {
         .map(|e| e["type"].clone())
         .collect();
     assert_eq!(kinds, vec![json!("ticket_issued"), json!("ticket_issued")]);
-}
-
-/// No open events: the sold-out check has nothing to look at.
-struct NoEvents;
-
-#[async_trait::async_trait]
-impl lineup::queue::Admitter for NoEvents {
-    async fn open_events(&self) -> Result<Vec<lineup::ids::EventId>, lineup::LineupError> {
-        Ok(Vec::new())
-    }
-    async fn admit_tick(
-        &self,
-        _: &lineup::ids::EventId,
-        _: std::time::SystemTime,
-    ) -> Result<lineup::queue::TickReport, lineup::LineupError> {
-        Ok(Default::default())
-    }
 }

@@ -92,28 +92,6 @@ async fn live_admissions(event: &EventId) -> u64 {
         .unwrap()
 }
 
-/// The Redis admitter, limited to this test's events: other tests running beside this one keep
-/// their own events open, and a real-time admitter must not touch them.
-struct OnlyEvents {
-    queue: Arc<RedisQueue>,
-    events: Vec<EventId>,
-}
-
-#[async_trait::async_trait]
-impl Admitter for OnlyEvents {
-    async fn open_events(&self) -> Result<Vec<EventId>, lineup::LineupError> {
-        Ok(self.events.clone())
-    }
-
-    async fn admit_tick(
-        &self,
-        event: &EventId,
-        now: SystemTime,
-    ) -> Result<lineup::queue::TickReport, lineup::LineupError> {
-        self.queue.admit_tick(event, now).await
-    }
-}
-
 /// Runs one admit loop per entry of `loops` (each ticking its own list of events) at once for
 /// `run_for`, while sampling the live admissions of `watched`; returns the summaries, the
 /// highest live count seen, and how long the run took.

@@ -230,7 +230,7 @@ async fn main() {
 
 /// One seat-map read through the hold route, so the hold function's catalogue is loaded.
 async fn holds_route_warmup(sale: &OnSale) {
-    let request = request(&lineup_tests::on_sale::route(
+    let request = request(&lineup_tests::route(
         &sample("seats.json"),
         &[("eventId", sale.event.as_str())],
         Some(&customer(0)),

@@ -125,28 +125,29 @@ pub fn request(event: &Value) -> Request {
     lambda_http::request::from_str(&event.to_string()).expect("a valid API Gateway v2 event")
 }
 
-/// Points a sample HTTP event at another event id, caller and (for queue-entry routes) queue id.
-/// `caller: None` removes the JWT claims, as a request without a token would arrive.
-pub fn retarget(
-    sample: &Value,
-    event: &EventId,
-    caller: Option<&CustomerId>,
-    queue_id: Option<&str>,
-) -> Value {
+/// Points a sample HTTP event at other path parameters and caller; the raw path is rebuilt from
+/// the route key, as API Gateway would. `caller: None` removes the JWT claims.
+pub fn route(sample: &Value, parameters: &[(&str, &str)], caller: Option<&CustomerId>) -> Value {
     let mut value = sample.clone();
-    value["pathParameters"]["eventId"] = event.as_str().into();
-    if let Some(queue_id) = queue_id {
-        value["pathParameters"]["queueId"] = queue_id.into();
+    let route_key = value["routeKey"].as_str().expect("routeKey").to_owned();
+    let mut path = route_key
+        .split_once(' ')
+        .expect("METHOD /path")
+        .1
+        .to_owned();
+    for (name, replacement) in parameters {
+        value["pathParameters"][*name] = (*replacement).into();
     }
-    let mut path = format!("/events/{event}/queue");
-    if let Some(queue_id) = value["pathParameters"]["queueId"].as_str() {
-        path = format!("{path}/{queue_id}");
+    if let Some(parameters) = value["pathParameters"].as_object() {
+        for (name, current) in parameters {
+            path = path.replace(&format!("{{{name}}}"), current.as_str().unwrap_or_default());
+        }
     }
     value["rawPath"] = path.clone().into();
     value["requestContext"]["http"]["path"] = path.into();
     match caller {
         Some(caller) => {
-            value["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = caller.as_str().into();
+            value["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = caller.as_str().into()
         }
         None => {
             if let Some(context) = value["requestContext"].as_object_mut() {
@@ -155,6 +156,21 @@ pub fn retarget(
         }
     }
     value
+}
+
+/// Points a queue sample (`join.json`, `poll.json`, `leave.json`...) at another event, caller and
+/// (for the queue-entry routes) queue id.
+pub fn retarget(
+    sample: &Value,
+    event: &EventId,
+    caller: Option<&CustomerId>,
+    queue_id: Option<&str>,
+) -> Value {
+    let mut parameters = vec![("eventId", event.as_str())];
+    if let Some(queue_id) = queue_id {
+        parameters.push(("queueId", queue_id));
+    }
+    route(sample, &parameters, caller)
 }
 
 pub fn join_request(event: &EventId, caller: &CustomerId) -> Request {
@@ -246,6 +262,28 @@ pub async fn snapshot(event: &EventId) -> BTreeMap<String, Value> {
         .unwrap();
     state.insert("open".to_owned(), open.into());
     state
+}
+
+/// The Redis admitter limited to some events: tests running side by side keep their own events
+/// open in the shared Redis, and a real-time admitter or sweep must not touch those.
+pub struct OnlyEvents {
+    pub queue: Arc<RedisQueue>,
+    pub events: Vec<EventId>,
+}
+
+#[async_trait::async_trait]
+impl lineup::queue::Admitter for OnlyEvents {
+    async fn open_events(&self) -> Result<Vec<EventId>, lineup::LineupError> {
+        Ok(self.events.clone())
+    }
+
+    async fn admit_tick(
+        &self,
+        event: &EventId,
+        now: SystemTime,
+    ) -> Result<lineup::queue::TickReport, lineup::LineupError> {
+        self.queue.admit_tick(event, now).await
+    }
 }
 
 /// Sends the library's logs (errors with their source chain) to the test output, once per

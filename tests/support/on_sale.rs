@@ -22,7 +22,7 @@ use lineup::webhook_signature::WebhookSecret;
 use serde_json::Value;
 
 use crate::aws::{dynamo, unique};
-use crate::{body, fresh_event, queue, request, sample, signing_key};
+use crate::{body, fresh_event, queue, request, route, sample, signing_key};
 
 /// The development webhook secret (the simulated provider and `events/confirm.json` use it).
 pub const DEV_WEBHOOK_SECRET: &str = "whsec-local-development-not-a-secret-000";
@@ -321,37 +321,4 @@ impl OnSale {
             .expect("open events")
             .contains(&self.event)
     }
-}
-
-/// Points a sample HTTP event at other path parameters and caller; the raw path is rebuilt from
-/// the route key, as API Gateway would. `caller: None` removes the JWT claims.
-pub fn route(sample: &Value, parameters: &[(&str, &str)], caller: Option<&CustomerId>) -> Value {
-    let mut value = sample.clone();
-    let route_key = value["routeKey"].as_str().expect("routeKey").to_owned();
-    let mut path = route_key
-        .split_once(' ')
-        .expect("METHOD /path")
-        .1
-        .to_owned();
-    for (name, replacement) in parameters {
-        value["pathParameters"][*name] = (*replacement).into();
-    }
-    if let Some(parameters) = value["pathParameters"].as_object() {
-        for (name, current) in parameters {
-            path = path.replace(&format!("{{{name}}}"), current.as_str().unwrap_or_default());
-        }
-    }
-    value["rawPath"] = path.clone().into();
-    value["requestContext"]["http"]["path"] = path.into();
-    match caller {
-        Some(caller) => {
-            value["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = caller.as_str().into()
-        }
-        None => {
-            if let Some(context) = value["requestContext"].as_object_mut() {
-                context.remove("authorizer");
-            }
-        }
-    }
-    value
 }

@@ -228,9 +228,7 @@ async fn release(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lin
     if order.event_id != event {
         return Err(LineupError::NotFound("no such order for this customer"));
     }
-    api.ledger
-        .release(&order.order_id, &order.customer_id)
-        .await?;
+    api.ledger.release(&order).await?;
     tracing::info!(event = %event, order = %order.order_id, "hold released");
     Ok(response::no_content())
 }

@@ -135,8 +135,9 @@ pub trait SeatLedger: Send + Sync {
 
     async fn order(&self, order: &OrderId) -> Result<Option<Order>, LineupError>;
 
-    /// Gives a pending order's seats back. `NotFound` unless it is the customer's pending order.
-    async fn release(&self, order: &OrderId, customer: &CustomerId) -> Result<(), LineupError>;
+    /// Gives a pending order's seats back (the order as just read: its owner and seats).
+    /// 409 `order_not_pending` unless it is still pending.
+    async fn release(&self, order: &Order) -> Result<(), LineupError>;
 }
 
 #[async_trait]

@@ -218,21 +218,13 @@ impl DynamoLedger {
         output.item.map(from_item).transpose()
     }
 
-    /// Release: the order goes PENDING → RELEASED (only the owner's, only while pending), then
+    /// Release (of an order the caller has read and found to be theirs): the order goes PENDING →
+    /// RELEASED (still conditioned on the owner, and on being pending), then
     /// each seat it still holds goes back to AVAILABLE, and the customer's hold lock is freed.
     /// Seats are released one by one after the order, each conditioned on still being held by
     /// this order: if the function stops half-way, the rest lapse on their own five minutes later.
-    pub(crate) async fn release_order(
-        &self,
-        order_id: &OrderId,
-        customer: &CustomerId,
-    ) -> Result<(), LineupError> {
-        let Some(order) = self.read_order(order_id).await? else {
-            return Err(LineupError::NotFound("no such order for this customer"));
-        };
-        if order.customer_id != customer.as_str() {
-            return Err(LineupError::NotFound("no such order for this customer"));
-        }
+    pub(crate) async fn release_order(&self, order: &Order) -> Result<(), LineupError> {
+        let (order_id, customer) = (&order.order_id, &order.customer_id);
         let ended = self
             .end_pending_order(order_id, OrderStatus::Released, Some(customer), None)
             .await?;
@@ -243,7 +235,6 @@ impl DynamoLedger {
                 seat_ids: Vec::new(),
             });
         }
-        let order = order.into_order()?;
         for seat in &order.seat_ids {
             self.free_seat(&order.event_id, seat, order_id, None)
                 .await?;

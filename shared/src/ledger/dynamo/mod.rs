@@ -219,7 +219,7 @@ mod ports {
     use async_trait::async_trait;
 
     use super::DynamoLedger;
-    use crate::ids::{CustomerId, EventId, OrderId};
+    use crate::ids::{EventId, OrderId};
     use crate::ledger::{
         ConfirmAnswer, HoldRequest, HoldSweeper, Order, PaymentConfirmation, PaymentLedger, Seat,
         SeatLedger, SweepReport,
@@ -247,8 +247,8 @@ mod ports {
                 .transpose()
         }
 
-        async fn release(&self, order: &OrderId, customer: &CustomerId) -> Result<(), LineupError> {
-            self.release_order(order, customer).await
+        async fn release(&self, order: &Order) -> Result<(), LineupError> {
+            self.release_order(order).await
         }
     }
 
