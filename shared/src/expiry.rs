@@ -48,12 +48,17 @@ impl Expiry<'_> {
             }
         }
         let sweep = swept?;
-        tracing::info!(
-            orders_expired = sweep.orders_expired,
-            seats_released = sweep.seats_released,
-            sold_out = sold_out.len(),
-            "expiry sweep done"
-        );
+        if sweep == SweepReport::default() && sold_out.is_empty() {
+            tracing::debug!("expiry sweep: nothing lapsed");
+        } else {
+            tracing::info!(
+                orders_expired = sweep.orders_expired,
+                seats_released = sweep.seats_released,
+                orders_failed = sweep.orders_failed,
+                sold_out = sold_out.len(),
+                "expiry sweep done"
+            );
+        }
         Ok(ExpiryReport { sweep, sold_out })
     }
 

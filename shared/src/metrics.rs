@@ -2,6 +2,7 @@
 //! Lambda's log pipeline turns into metrics with no API call and no extra latency. The
 //! dashboard in `template.yaml` reads them from the `Lineup` namespace.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
@@ -57,9 +58,20 @@ pub fn render(
     Value::Object(line).to_string()
 }
 
+/// Whether [`emit`] writes anything: on in Lambda; `lineup dev` turns it off, since nothing
+/// collects metric lines locally and they would drown its console.
+static EMITTING: AtomicBool = AtomicBool::new(true);
+
+/// Stops [`emit`] from writing (for local runs).
+pub fn silence() {
+    EMITTING.store(false, Ordering::Relaxed);
+}
+
 /// Writes the EMF line to stdout, where Lambda picks it up.
 pub fn emit(dimensions: &[(&str, &str)], metrics: &[(&str, f64, Unit)]) {
-    println!("{}", render(dimensions, metrics, SystemTime::now()));
+    if EMITTING.load(Ordering::Relaxed) {
+        println!("{}", render(dimensions, metrics, SystemTime::now()));
+    }
 }
 
 #[cfg(test)]

@@ -26,17 +26,7 @@ pub async fn sqs() -> aws_sdk_sqs::Client {
 }
 
 pub async fn dynamodb_streams() -> aws_sdk_dynamodbstreams::Client {
-    let settings = settings();
-    let config = aws_sdk_dynamodbstreams::Config::builder()
-        .behavior_version(aws_sdk_dynamodbstreams::config::BehaviorVersion::latest())
-        .region(aws_sdk_dynamodbstreams::config::Region::new(
-            settings.region,
-        ))
-        .credentials_provider(settings.credentials)
-        .http_client(lineup::aws::http_client())
-        .endpoint_url(endpoint_url())
-        .build();
-    aws_sdk_dynamodbstreams::Client::from_conf(config)
+    lineup_cli::endpoints::dynamodb_streams(&settings())
 }
 
 /// A name no other test uses.

@@ -25,9 +25,9 @@ use lineup::queue::EventSettingsStore;
 use lineup::signing::SigningKey;
 use serde_json::Value;
 
-/// The development signing key. Not a secret: it signs nothing outside local runs and tests,
-/// and the sample events' queue ids (`events/poll.json`) are derived with it.
-pub const DEV_SIGNING_KEY: &str = "lineup-local-development-key-not-a-secret";
+/// The development signing key (`lineup dev`'s). Not a secret: it signs nothing outside local
+/// runs and tests, and the sample events' queue ids (`events/poll.json`) are derived with it.
+pub use lineup_cli::dev::DEV_SIGNING_KEY;
 
 /// The customer and event the sample events in `events/` are written for.
 pub const SAMPLE_EVENT: &str = "demo";

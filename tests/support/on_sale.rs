@@ -24,8 +24,9 @@ use serde_json::Value;
 use crate::aws::{dynamo, unique};
 use crate::{body, fresh_event, queue, request, route, sample, signing_key};
 
-/// The development webhook secret (the simulated provider and `events/confirm.json` use it).
-pub const DEV_WEBHOOK_SECRET: &str = "whsec-local-development-not-a-secret-000";
+/// The development webhook secret (`lineup dev`'s simulated provider and `events/confirm.json`
+/// use it).
+pub use lineup_cli::dev::DEV_WEBHOOK_SECRET;
 pub const CURRENCY: &str = "KRW";
 
 pub fn webhook_secret() -> WebhookSecret {

@@ -11,14 +11,14 @@ use super::items::{
 use super::{built, condition_failed, store_error, transact, DynamoLedger, TransactionOutcome};
 use crate::clock::unix_millis;
 use crate::ids::{CustomerId, OrderId};
-use crate::ledger::{HoldRequest, Order, OrderStatus, HOLD_DURATION};
+use crate::ledger::{HoldRequest, Order, OrderStatus};
 use crate::LineupError;
 
 impl DynamoLedger {
     pub(crate) async fn hold_seats(&self, request: &HoldRequest) -> Result<Order, LineupError> {
         let order_id = OrderId::generate();
         let now = unix_millis(request.now);
-        let expires_at = unix_millis(request.now + HOLD_DURATION);
+        let expires_at = unix_millis(request.now + self.hold_duration);
 
         // Per seat: taken only if AVAILABLE, or HELD by a hold that has lapsed (correctness never
         // waits for the expiry sweep), and only at the price the customer was shown.

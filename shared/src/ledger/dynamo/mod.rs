@@ -56,11 +56,35 @@ impl TableNames {
 pub struct DynamoLedger {
     pub(crate) client: Client,
     pub(crate) tables: TableNames,
+    pub(crate) hold_duration: std::time::Duration,
 }
 
 impl DynamoLedger {
+    /// A ledger whose holds last [`HOLD_DURATION`](crate::ledger::HOLD_DURATION).
     pub fn new(client: Client, tables: TableNames) -> Self {
-        Self { client, tables }
+        Self {
+            client,
+            tables,
+            hold_duration: crate::ledger::HOLD_DURATION,
+        }
+    }
+
+    /// Holds that last `duration` instead: `lineup dev --hold-seconds` shortens them so a local
+    /// run shows lapsed holds going back on sale within minutes. Deployed functions keep the
+    /// five minutes.
+    pub fn with_hold_duration(mut self, duration: std::time::Duration) -> Self {
+        self.hold_duration = duration;
+        self
+    }
+
+    /// The table names this ledger writes to.
+    pub fn tables(&self) -> &TableNames {
+        &self.tables
+    }
+
+    /// The DynamoDB client it uses (for seeding and operator commands on the same tables).
+    pub fn client(&self) -> &Client {
+        &self.client
     }
 
     /// The ledger as a function builds it at cold start: table names and AWS settings from the

@@ -1,0 +1,193 @@
+//! What API Gateway does in front of the functions, done locally: match the route, take the
+//! caller from the bearer JWT (unverified, see [`super::unverified_jwt`]), build the HTTP API
+//! (payload v2) event a function receives, and turn the function's answer into the HTTP reply.
+//! The event goes through `lambda_http`'s own parser, so handlers see exactly what they would
+//! see in Lambda.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body as AxumBody, Bytes};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::{HeaderMap, Request as AxumRequest, StatusCode};
+use axum::response::{IntoResponse, Response as AxumResponse};
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use lambda_http::Body;
+use lineup::http::confirm::ConfirmApi;
+use lineup::http::holds::HoldApi;
+use lineup::http::QueueApi;
+use serde_json::{json, Value};
+
+use super::routes::{Function, Route};
+use super::unverified_jwt;
+
+/// Bigger bodies are refused (API Gateway's own limit is 10 MB; no Lineup request is near 64 KB).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The functions, built as their `main`s build them.
+#[derive(Clone)]
+pub struct Functions {
+    pub queue: QueueApi,
+    pub hold: HoldApi,
+    pub confirm: ConfirmApi,
+}
+
+impl Functions {
+    async fn invoke(
+        &self,
+        function: Function,
+        request: lambda_http::Request,
+    ) -> lambda_http::Response<Body> {
+        use lineup::http::{confirm, holds, join, poll};
+        match function {
+            Function::Join => join::handle(&self.queue, request).await,
+            Function::Poll => poll::handle(&self.queue, request).await,
+            Function::Hold => holds::handle(&self.hold, request).await,
+            Function::Confirm => confirm::handle(&self.confirm, request).await,
+        }
+    }
+}
+
+/// One route's handler for the axum router.
+pub async fn serve(
+    route: Arc<Route>,
+    State(functions): State<Arc<Functions>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    parameters: Result<Path<HashMap<String, String>>, PathRejection>,
+    request: AxumRequest<AxumBody>,
+) -> AxumResponse {
+    let started = Instant::now();
+    let Ok(Path(parameters)) = parameters else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_path",
+            "a path parameter is not valid UTF-8 once percent-decoded",
+        );
+    };
+    let (parts, body) = request.into_parts();
+    let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(body) => body,
+        Err(_) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                "the request body is larger than 64 KB",
+            )
+        }
+    };
+    let event = api_gateway_event(&route, &parts, &parameters, &body, peer);
+    let request = match lambda_http::request::from_str(&event.to_string()) {
+        Ok(request) => request,
+        Err(parse_error) => {
+            tracing::error!(error = %parse_error, route = %route.key(), "could not build the API Gateway event");
+            return error(
+                StatusCode::BAD_REQUEST,
+                "unreadable_request",
+                "the request could not be passed on to the function",
+            );
+        }
+    };
+    let answer = functions.invoke(route.function, request).await;
+    tracing::debug!(route = %route.key(), status = answer.status().as_u16(), ms = started.elapsed().as_millis() as u64, "request");
+    into_http(answer)
+}
+
+/// The payload v2 event API Gateway would send for this request.
+fn api_gateway_event(
+    route: &Route,
+    parts: &http::request::Parts,
+    parameters: &HashMap<String, String>,
+    body: &Bytes,
+    peer: SocketAddr,
+) -> Value {
+    let headers = joined_headers(&parts.headers);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let mut context = json!({
+        "accountId": "000000000000",
+        "apiId": "local",
+        "domainName": headers.get("host").cloned().unwrap_or_else(|| "127.0.0.1".into()),
+        "domainPrefix": "local",
+        "http": {
+            "method": parts.method.as_str(),
+            "path": parts.uri.path(),
+            "protocol": "HTTP/1.1",
+            "sourceIp": peer.ip().to_string(),
+            "userAgent": headers.get("user-agent").cloned().unwrap_or_default(),
+        },
+        "requestId": uuid::Uuid::new_v4().to_string(),
+        "routeKey": route.key(),
+        "stage": "$default",
+        "time": humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        "timeEpoch": now,
+    });
+    if route.authorized {
+        if let Some(claims) =
+            unverified_jwt::claims(headers.get("authorization").map(String::as_str))
+        {
+            context["authorizer"] = json!({ "jwt": { "claims": claims, "scopes": null } });
+        }
+    }
+    let (body, is_base64) = match std::str::from_utf8(body) {
+        Ok(text) => (text.to_owned(), false),
+        Err(_) => (STANDARD.encode(body), true),
+    };
+    let mut event = json!({
+        "version": "2.0",
+        "routeKey": route.key(),
+        "rawPath": parts.uri.path(),
+        "rawQueryString": parts.uri.query().unwrap_or(""),
+        "headers": headers,
+        "requestContext": context,
+        "isBase64Encoded": is_base64,
+    });
+    if !parameters.is_empty() {
+        event["pathParameters"] = json!(parameters);
+    }
+    if !body.is_empty() {
+        event["body"] = Value::String(body);
+    }
+    event
+}
+
+/// Headers as API Gateway passes them: lower-case names, repeated values joined with commas.
+fn joined_headers(headers: &HeaderMap) -> HashMap<String, String> {
+    let mut joined: HashMap<String, String> = HashMap::new();
+    for (name, value) in headers {
+        let Ok(value) = value.to_str() else { continue };
+        joined
+            .entry(name.as_str().to_owned())
+            .and_modify(|existing| {
+                existing.push(',');
+                existing.push_str(value);
+            })
+            .or_insert_with(|| value.to_owned());
+    }
+    joined
+}
+
+fn into_http(answer: lambda_http::Response<Body>) -> AxumResponse {
+    let (parts, body) = answer.into_parts();
+    let bytes = match body {
+        Body::Empty => Bytes::new(),
+        Body::Text(text) => Bytes::from(text),
+        Body::Binary(bytes) => Bytes::from(bytes),
+        _ => Bytes::new(),
+    };
+    AxumResponse::from_parts(parts, AxumBody::from(bytes))
+}
+
+/// The error body every Lineup answer uses, for what the local gateway itself refuses.
+pub fn error(status: StatusCode, code: &str, message: &str) -> AxumResponse {
+    (
+        status,
+        axum::Json(json!({ "error": { "code": code, "message": message } })),
+    )
+        .into_response()
+}

@@ -1,0 +1,440 @@
+//! `lineup dev`: the whole on-sale on one machine. It starts the local stack, creates the tables
+//! and the ticket queue, seeds and opens a demo event, and serves on one port:
+//!
+//! - every route of `template.yaml`, through the same handlers the Lambda functions run
+//!   ([`api_gateway`], [`routes`]; the caller comes from an UNVERIFIED bearer JWT,
+//!   [`unverified_jwt`]);
+//! - the waiting-room page from `web/`;
+//! - `/dev/info`, a simulated payment provider (`/dev/payments`, [`payment_provider`]) and a
+//!   ticket desk consuming the ticket queue (`/dev/tickets`, [`ticket_desk`]).
+//!
+//! Beside it run the schedules ([`schedules`]: admission, expiry) and the outbox pump
+//! ([`crate::outbox_pump`]). Ctrl-C stops all of it, and the services it started.
+
+pub mod api_gateway;
+pub mod payment_provider;
+pub mod routes;
+pub mod schedules;
+pub mod ticket_desk;
+pub mod unverified_jwt;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use aws_sdk_sqs::types::QueueAttributeName;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, on, post, MethodFilter};
+use axum::{Json, Router};
+use lineup::clock::SystemClock;
+use lineup::http::confirm::ConfirmApi;
+use lineup::http::holds::HoldApi;
+use lineup::http::QueueApi;
+use lineup::ids::EventId;
+use lineup::ledger::dynamo::tables::create_tables;
+use lineup::ledger::dynamo::{DynamoLedger, TableNames};
+use lineup::outbox::sqs::SqsPublisher;
+use lineup::queue::redis::RedisQueue;
+use lineup::signing::SigningKey;
+use lineup::webhook_signature::WebhookSecret;
+use serde::Serialize;
+use tower_http::services::ServeDir;
+
+use crate::endpoints::{self, LOCAL_MOTO_PORT, LOCAL_REDIS_PORT};
+use crate::event_admin::{self, SettingsChange};
+use crate::local_stack::{LocalStack, StackError, StackPorts};
+use crate::outbox_pump::{self, OutboxPump, PumpError};
+use crate::venue::{self, VenueError};
+use api_gateway::{error, Functions};
+
+/// Development secrets, used when the environment sets none. Not secrets: they are in the repo.
+pub const DEV_SIGNING_KEY: &str = "lineup-local-development-key-not-a-secret";
+pub const DEV_WEBHOOK_SECRET: &str = "whsec-local-development-not-a-secret-000";
+pub const TICKET_QUEUE: &str = "lineup-tickets.fifo";
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DevArgs {
+    /// The port of the API and the page (on 127.0.0.1).
+    #[arg(long, default_value_t = 3000)]
+    pub port: u16,
+    #[arg(long, default_value_t = LOCAL_REDIS_PORT)]
+    pub redis_port: u16,
+    #[arg(long, default_value_t = LOCAL_MOTO_PORT)]
+    pub moto_port: u16,
+    /// The demo event's id.
+    #[arg(long, default_value = "demo")]
+    pub event: String,
+    #[arg(long, default_value = "Lineup Live: the demo night")]
+    pub event_name: String,
+    /// How many seats the demo event has (moto slows down with big tables).
+    #[arg(long, default_value_t = 1000)]
+    pub seats: usize,
+    /// Sections and their prices (minor units of the currency), seats spread evenly over them.
+    #[arg(long, default_value = "Floor=150000,Lower=99000,Upper=55000")]
+    pub sections: String,
+    #[arg(long, default_value = "KRW")]
+    pub currency: String,
+    /// At most this many customers shop at once.
+    #[arg(long, default_value_t = 100)]
+    pub max_active: u32,
+    /// Admissions per second.
+    #[arg(long, default_value_t = 20)]
+    pub rate: u32,
+    /// How long an admission lasts.
+    #[arg(long, default_value_t = 600)]
+    pub session_seconds: u64,
+    /// How long a hold keeps its seats (5 minutes in AWS; shorten it to watch holds lapse).
+    #[arg(long, default_value_t = 300)]
+    pub hold_seconds: u64,
+    /// The admit loop's tick.
+    #[arg(long, default_value_t = 1000)]
+    pub admit_tick_ms: u64,
+    /// How often the expiry sweep runs (every minute in AWS).
+    #[arg(long, default_value_t = 5)]
+    pub expire_every_seconds: u64,
+    /// The share of payments whose webhook the simulated provider sends twice at once.
+    #[arg(long, default_value_t = 0.1)]
+    pub duplicate_webhooks: f64,
+    /// Where the waiting-room page is (default: `web/` of this checkout).
+    #[arg(long)]
+    pub web_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DevError {
+    #[error(transparent)]
+    Stack(#[from] StackError),
+    #[error(transparent)]
+    Venue(#[from] VenueError),
+    #[error("{0} is not a valid event id")]
+    EventId(String),
+    #[error(transparent)]
+    Lineup(#[from] lineup::LineupError),
+    #[error(transparent)]
+    Admin(#[from] event_admin::AdminError),
+    #[error("could not open Redis")]
+    Redis(#[from] redis::RedisError),
+    #[error("could not create the ticket queue")]
+    TicketQueue(
+        #[source]
+        Box<aws_sdk_sqs::error::SdkError<aws_sdk_sqs::operation::create_queue::CreateQueueError>>,
+    ),
+    #[error(transparent)]
+    Pump(#[from] PumpError),
+    #[error("a development secret is not usable: {0}")]
+    Secret(String),
+    #[error("could not listen on 127.0.0.1:{port}")]
+    Listen {
+        port: u16,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the server stopped")]
+    Serve(#[source] std::io::Error),
+}
+
+/// What `/dev/info` tells the page and the simulation.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DevInfo {
+    pub event_id: String,
+    pub event_name: String,
+    pub currency: String,
+    pub hold_seconds: u64,
+    pub redis_url: String,
+    pub aws_endpoint_url: String,
+    pub region: String,
+    pub tables: TablesInfo,
+    pub ticket_queue_url: String,
+    pub dev: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TablesInfo {
+    pub seats: String,
+    pub orders: String,
+    pub outbox: String,
+}
+
+/// The checkout this binary was built from (for `scripts/` and `web/`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+pub async fn run(args: DevArgs) -> Result<(), DevError> {
+    let repo = repo_root();
+    let event = EventId::parse(&args.event).map_err(|_| DevError::EventId(args.event.clone()))?;
+    let sections = venue::parse_sections(&args.sections)?;
+    let seats = venue::layout(args.seats, &sections, &args.currency)?;
+    let signing_key = secret_from_env("LINEUP_SIGNING_KEY", DEV_SIGNING_KEY);
+    let signing_key = SigningKey::new(signing_key).map_err(|e| DevError::Secret(e.to_string()))?;
+    let webhook_secret = secret_from_env("LINEUP_WEBHOOK_SECRET", DEV_WEBHOOK_SECRET);
+    let webhook_secret =
+        WebhookSecret::new(webhook_secret).map_err(|e| DevError::Secret(e.to_string()))?;
+    lineup::metrics::silence();
+
+    eprintln!(
+        "lineup dev: starting Redis on :{} and moto on :{}",
+        args.redis_port, args.moto_port
+    );
+    let stack = LocalStack::start(
+        &repo,
+        &StackPorts {
+            redis: args.redis_port,
+            moto: args.moto_port,
+        },
+    )
+    .await?;
+    // From here on the stack must be stopped whatever happens.
+    let served = serve(
+        &args,
+        &repo,
+        &stack,
+        event,
+        &seats,
+        signing_key,
+        webhook_secret,
+    )
+    .await;
+    eprintln!("lineup dev: stopping Redis and moto");
+    stack.stop().await;
+    served
+}
+
+fn secret_from_env(name: &str, development: &str) -> String {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.is_empty())
+        .unwrap_or_else(|| development.to_owned())
+}
+
+async fn serve(
+    args: &DevArgs,
+    repo: &Path,
+    stack: &LocalStack,
+    event: EventId,
+    seats: &[lineup::ledger::NewSeat],
+    signing_key: SigningKey,
+    webhook_secret: WebhookSecret,
+) -> Result<(), DevError> {
+    let aws = lineup::aws::AwsSettings::local(&stack.aws_endpoint_url);
+    let dynamodb = lineup::aws::dynamodb(&aws);
+    let sqs = lineup::aws::sqs(&aws);
+    let tables = TableNames {
+        seats: endpoints::LOCAL_SEATS_TABLE.to_owned(),
+        orders: endpoints::LOCAL_ORDERS_TABLE.to_owned(),
+        outbox: endpoints::LOCAL_OUTBOX_TABLE.to_owned(),
+    };
+    create_tables(&dynamodb, &tables).await?;
+    let ticket_queue_url = sqs
+        .create_queue()
+        .queue_name(TICKET_QUEUE)
+        .attributes(QueueAttributeName::FifoQueue, "true")
+        .send()
+        .await
+        .map_err(|source| DevError::TicketQueue(Box::new(source)))?
+        .queue_url
+        .unwrap_or_default();
+    let hold_duration = Duration::from_secs(args.hold_seconds);
+    let ledger =
+        DynamoLedger::new(dynamodb.clone(), tables.clone()).with_hold_duration(hold_duration);
+    let redis_timeout = Duration::from_secs(2);
+    let queue = || RedisQueue::new(&stack.redis_url, redis_timeout);
+
+    eprintln!(
+        "lineup dev: seeding {} seats for event {event}",
+        seats.len()
+    );
+    event_admin::seed(&ledger, &event, seats).await?;
+    let opened = event_admin::open(
+        &queue()?,
+        &event,
+        &SettingsChange {
+            max_active: Some(args.max_active),
+            rate: Some(args.rate),
+            opens_at: None,
+            session_seconds: Some(args.session_seconds),
+        },
+        SystemTime::now(),
+    )
+    .await?;
+    eprintln!("lineup dev: {}", event_admin::describe(&event, &opened));
+
+    let line = Arc::new(queue()?);
+    let functions = Arc::new(Functions {
+        queue: QueueApi {
+            line: line.clone(),
+            key: signing_key.clone(),
+            clock: Arc::new(SystemClock),
+        },
+        hold: HoldApi {
+            ledger: Arc::new(ledger.clone()),
+            admissions: line.clone(),
+            key: signing_key,
+            clock: Arc::new(SystemClock),
+            catalogue: Arc::default(),
+        },
+        confirm: ConfirmApi {
+            ledger: Arc::new(ledger.clone()),
+            admissions: line,
+            secret: webhook_secret.clone(),
+            clock: Arc::new(SystemClock),
+        },
+    });
+
+    let stream_arn = outbox_pump::stream_arn(&dynamodb, &tables.outbox).await?;
+    let pump = OutboxPump {
+        streams: endpoints::dynamodb_streams(&aws),
+        stream_arn,
+        publisher: Arc::new(SqsPublisher::new(sqs.clone(), ticket_queue_url.clone())),
+        poll_every: Duration::from_millis(250),
+    };
+    let desk = ticket_desk::TicketDesk::default();
+    let api_base = format!("http://127.0.0.1:{}", args.port);
+    let provider = payment_provider::PaymentProvider::new(
+        webhook_secret,
+        api_base.clone(),
+        args.duplicate_webhooks,
+    );
+    let info = DevInfo {
+        event_id: event.as_str().to_owned(),
+        event_name: args.event_name.clone(),
+        currency: args.currency.clone(),
+        hold_seconds: args.hold_seconds,
+        redis_url: stack.redis_url.clone(),
+        aws_endpoint_url: stack.aws_endpoint_url.clone(),
+        region: aws.region.clone(),
+        tables: TablesInfo {
+            seats: tables.seats.clone(),
+            orders: tables.orders.clone(),
+            outbox: tables.outbox.clone(),
+        },
+        ticket_queue_url: ticket_queue_url.clone(),
+        dev: true,
+    };
+
+    let background = [
+        tokio::spawn(schedules::admit_forever(
+            queue()?,
+            Duration::from_millis(args.admit_tick_ms),
+        )),
+        tokio::spawn(schedules::expire_forever(
+            ledger.clone(),
+            queue()?,
+            Duration::from_secs(args.expire_every_seconds.max(1)),
+        )),
+        tokio::spawn(pump.run()),
+        tokio::spawn(desk.clone().consume(sqs, ticket_queue_url)),
+    ];
+
+    let web_dir = args.web_dir.clone().unwrap_or_else(|| repo.join("web"));
+    let app = router(functions, provider, desk, info, &web_dir);
+    let address = SocketAddr::from(([127, 0, 0, 1], args.port));
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|source| DevError::Listen {
+            port: args.port,
+            source,
+        })?;
+    println!();
+    println!("  Lineup is running: {api_base}/");
+    println!("  waiting-room page  {api_base}/");
+    println!("  API                {api_base}/events/{event}/queue  (Authorization: Bearer <JWT>; the sub claim is NOT verified locally)");
+    println!("  payment provider   {api_base}/dev/payments   ticket desk {api_base}/dev/tickets");
+    println!("  Ctrl-C stops everything.");
+    println!();
+    let served = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await
+    .map_err(DevError::Serve);
+    for task in background {
+        task.abort();
+    }
+    served
+}
+
+fn router(
+    functions: Arc<Functions>,
+    provider: payment_provider::PaymentProvider,
+    desk: ticket_desk::TicketDesk,
+    info: DevInfo,
+    web_dir: &Path,
+) -> Router {
+    let mut api = Router::new();
+    for route in routes::routes() {
+        let filter = MethodFilter::try_from(route.method.clone()).unwrap_or(MethodFilter::GET);
+        let path = route.path;
+        let route = Arc::new(route);
+        api = api.route(
+            path,
+            on(filter, move |state, peer, parameters, request| {
+                api_gateway::serve(route.clone(), state, peer, parameters, request)
+            }),
+        );
+    }
+    let api = api
+        .method_not_allowed_fallback(|| async {
+            error(
+                StatusCode::NOT_FOUND,
+                "route_not_found",
+                "no route matches this method and path",
+            )
+        })
+        .with_state(functions);
+    let payments = Router::new()
+        .route("/dev/payments", post(payment_provider::take_payment))
+        .route(
+            "/dev/payments/{paymentId}",
+            get(payment_provider::payment_status),
+        )
+        .with_state(provider);
+    let tickets = Router::new()
+        .route("/dev/tickets", get(ticket_desk::list))
+        .route("/dev/tickets/{orderId}", get(ticket_desk::one))
+        .with_state(desk);
+    let info = Router::new()
+        .route(
+            "/dev/info",
+            get(|State(info): State<Arc<DevInfo>>| async move { Json((*info).clone()) }),
+        )
+        .with_state(Arc::new(info));
+    let not_found = || async {
+        error(
+            StatusCode::NOT_FOUND,
+            "route_not_found",
+            "no route matches this method and path",
+        )
+    };
+    Router::new()
+        .merge(api)
+        .merge(payments)
+        .merge(tickets)
+        .merge(info)
+        .fallback_service(ServeDir::new(web_dir).fallback(get(not_found)))
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = interrupt => {},
+        _ = terminate => {},
+    }
+    eprintln!("lineup dev: shutting down");
+}

@@ -1,0 +1,200 @@
+//! A stand-in for the payment provider: takes a payment for an order, then calls Lineup's
+//! webhook the way a real provider does: later, signed with the shared secret, with an
+//! idempotency key, retried while Lineup answers 5xx or cannot be reached, and now and then
+//! delivered twice.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use lineup::webhook_signature::WebhookSecret;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::api_gateway::error;
+
+/// How many times a webhook is sent before the provider gives up on it.
+const DELIVERY_ATTEMPTS: u32 = 6;
+
+#[derive(Clone)]
+pub struct PaymentProvider {
+    secret: WebhookSecret,
+    /// Where Lineup's API is (the webhook goes through it, as from outside).
+    api_base: String,
+    client: reqwest::Client,
+    /// The share of payments whose webhook is sent twice at once (0.0–1.0).
+    duplicate_share: f64,
+    /// How long after taking the payment the webhook goes out.
+    delay: Duration,
+    payments: Arc<Mutex<HashMap<String, Payment>>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Payment {
+    payment_id: String,
+    order_id: String,
+    amount: i64,
+    currency: String,
+    /// `processing` until Lineup answered; then `delivered` (2xx), `rejected` (4xx) or `failed`.
+    status: &'static str,
+    /// Lineup's last answer to the webhook.
+    webhook_status: Option<u16>,
+    answer: Option<serde_json::Value>,
+    deliveries: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PaymentRequest {
+    order_id: String,
+    amount: i64,
+    currency: String,
+}
+
+impl PaymentProvider {
+    pub fn new(secret: WebhookSecret, api_base: String, duplicate_share: f64) -> Self {
+        Self {
+            secret,
+            api_base,
+            client: reqwest::Client::new(),
+            duplicate_share,
+            delay: Duration::from_millis(300),
+            payments: Arc::default(),
+        }
+    }
+
+    fn record(&self, payment_id: &str, update: impl FnOnce(&mut Payment)) {
+        if let Ok(mut payments) = self.payments.lock() {
+            if let Some(payment) = payments.get_mut(payment_id) {
+                update(payment);
+            }
+        }
+    }
+
+    /// Sends the webhook until Lineup gives an answer that is not a 5xx.
+    async fn deliver(self, payment_id: String, order_id: String, body: String) {
+        tokio::time::sleep(self.delay).await;
+        let twice = rand::random::<f64>() < self.duplicate_share;
+        let url = format!("{}/orders/{}/confirm", self.api_base, order_id);
+        let send = |copy: u32| {
+            let (provider, url, body, key) =
+                (self.clone(), url.clone(), body.clone(), payment_id.clone());
+            async move {
+                let mut wait = Duration::from_millis(500);
+                for attempt in 1..=DELIVERY_ATTEMPTS {
+                    let signature = provider.secret.sign(SystemTime::now(), body.as_bytes());
+                    let sent = provider
+                        .client
+                        .post(&url)
+                        .header("content-type", "application/json")
+                        .header("idempotency-key", &key)
+                        .header("lineup-signature", signature)
+                        .header("user-agent", "lineup-dev-payment-provider/1.0")
+                        .body(body.clone())
+                        .send()
+                        .await;
+                    provider.record(&key, |payment| payment.deliveries += 1);
+                    match sent {
+                        Ok(reply) if !reply.status().is_server_error() => {
+                            let status = reply.status();
+                            let answer = reply.json::<serde_json::Value>().await.ok();
+                            tracing::info!(payment = %key, copy, status = status.as_u16(), "payment webhook answered");
+                            provider.record(&key, |payment| {
+                                payment.status = if status.is_success() {
+                                    "delivered"
+                                } else {
+                                    "rejected"
+                                };
+                                payment.webhook_status = Some(status.as_u16());
+                                payment.answer = answer;
+                            });
+                            return;
+                        }
+                        Ok(reply) => {
+                            tracing::warn!(payment = %key, attempt, status = reply.status().as_u16(), "payment webhook got a 5xx; retrying");
+                        }
+                        Err(send_error) => {
+                            tracing::warn!(payment = %key, attempt, error = %send_error, "payment webhook not delivered; retrying");
+                        }
+                    }
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                }
+                provider.record(&key, |payment| payment.status = "failed");
+            }
+        };
+        if twice {
+            futures::join!(send(1), send(2));
+        } else {
+            send(1).await;
+        }
+    }
+}
+
+/// `POST /dev/payments`: `{"orderId", "amount", "currency"}` → 202, the webhook follows.
+pub async fn take_payment(
+    State(provider): State<PaymentProvider>,
+    body: Result<Json<PaymentRequest>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let Ok(Json(request)) = body else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_body",
+            "the body must be {\"orderId\": string, \"amount\": integer, \"currency\": string}",
+        );
+    };
+    if lineup::ids::OrderId::parse(&request.order_id).is_err() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_order_id",
+            "orderId is not an order id",
+        );
+    }
+    let payment_id = format!("pay_{}", uuid::Uuid::new_v4().simple());
+    let body = json!({
+        "paymentId": payment_id,
+        "amount": request.amount,
+        "currency": request.currency,
+    })
+    .to_string();
+    let payment = Payment {
+        payment_id: payment_id.clone(),
+        order_id: request.order_id.clone(),
+        amount: request.amount,
+        currency: request.currency,
+        status: "processing",
+        webhook_status: None,
+        answer: None,
+        deliveries: 0,
+    };
+    if let Ok(mut payments) = provider.payments.lock() {
+        payments.insert(payment_id.clone(), payment.clone());
+    }
+    tokio::spawn(provider.clone().deliver(payment_id, request.order_id, body));
+    (StatusCode::ACCEPTED, Json(payment)).into_response()
+}
+
+/// `GET /dev/payments/{paymentId}`: what became of a payment's webhook.
+pub async fn payment_status(
+    State(provider): State<PaymentProvider>,
+    Path(payment_id): Path<String>,
+) -> Response {
+    let found = provider
+        .payments
+        .lock()
+        .ok()
+        .and_then(|payments| payments.get(&payment_id).cloned());
+    match found {
+        Some(payment) => Json(payment).into_response(),
+        None => error(
+            StatusCode::NOT_FOUND,
+            "payment_not_found",
+            "no such payment",
+        ),
+    }
+}

@@ -1,0 +1,187 @@
+//! The operator's side of an on-sale: seeding an event's seats, and opening, closing or
+//! re-pacing its queue. Each is a small use case over the library's ports, so `lineup dev`, the
+//! `lineup seed`/`lineup event` commands and the simulation share them.
+
+use std::time::{Duration, SystemTime};
+
+use lineup::event_settings::{EventSettings, QueueState};
+use lineup::ids::EventId;
+use lineup::ledger::dynamo::DynamoLedger;
+use lineup::ledger::NewSeat;
+use lineup::queue::EventSettingsStore;
+use lineup::LineupError;
+
+/// Changes to an event's settings; `None` keeps the current value (or the default, for a new
+/// event).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SettingsChange {
+    /// At most this many admitted customers shop at once.
+    #[arg(long)]
+    pub max_active: Option<u32>,
+    /// Admissions per second.
+    #[arg(long)]
+    pub rate: Option<u32>,
+    /// When admission starts: an RFC 3339 time (2026-12-01T10:00:00Z) or a delay from now
+    /// (`+10m`). Customers joining earlier form the pre-queue, shuffled at opening.
+    #[arg(long, value_parser = parse_opens_at)]
+    pub opens_at: Option<OpensAt>,
+    /// How long an admission lasts, in seconds, before its slot goes to the next customer.
+    #[arg(long)]
+    pub session_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum OpensAt {
+    At(SystemTime),
+    In(Duration),
+}
+
+impl OpensAt {
+    fn resolve(self, now: SystemTime) -> SystemTime {
+        match self {
+            Self::At(at) => at,
+            Self::In(delay) => now + delay,
+        }
+    }
+}
+
+fn parse_opens_at(raw: &str) -> Result<OpensAt, String> {
+    if let Some(delay) = raw.strip_prefix('+') {
+        return humantime::parse_duration(delay)
+            .map(OpensAt::In)
+            .map_err(|error| format!("{raw:?} is not a delay such as +10m: {error}"));
+    }
+    humantime::parse_rfc3339_weak(raw)
+        .map(OpensAt::At)
+        .map_err(|error| format!("{raw:?} is not an RFC 3339 time or a +delay: {error}"))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("no event {0} is configured in the queue store")]
+    UnknownEvent(String),
+    #[error("max active and rate must be at least 1")]
+    ZeroLimit,
+    #[error(transparent)]
+    Lineup(#[from] LineupError),
+}
+
+impl SettingsChange {
+    fn apply(
+        &self,
+        mut settings: EventSettings,
+        now: SystemTime,
+    ) -> Result<EventSettings, AdminError> {
+        if let Some(max_active) = self.max_active {
+            settings.max_active = max_active;
+        }
+        if let Some(rate) = self.rate {
+            settings.admit_per_second = rate;
+        }
+        if let Some(opens_at) = self.opens_at {
+            settings.opens_at = opens_at.resolve(now);
+        }
+        if let Some(seconds) = self.session_seconds {
+            settings.session = Duration::from_secs(seconds);
+        }
+        if settings.max_active == 0 || settings.admit_per_second == 0 {
+            return Err(AdminError::ZeroLimit);
+        }
+        Ok(settings)
+    }
+}
+
+/// Writes the seats (all AVAILABLE). Re-seeding overwrites seats with the same ids, so seed an
+/// event before it goes on sale, never during.
+pub async fn seed(
+    ledger: &DynamoLedger,
+    event: &EventId,
+    seats: &[NewSeat],
+) -> Result<(), AdminError> {
+    ledger.seed_seats(event, seats).await?;
+    tracing::info!(event = %event, seats = seats.len(), "seats seeded");
+    Ok(())
+}
+
+/// Opens the event's queue (creating its settings, with defaults for what `change` leaves out).
+pub async fn open(
+    store: &dyn EventSettingsStore,
+    event: &EventId,
+    change: &SettingsChange,
+    now: SystemTime,
+) -> Result<EventSettings, AdminError> {
+    let current = store
+        .settings(event)
+        .await?
+        .unwrap_or_else(|| EventSettings::opening_at(now));
+    let mut settings = change.apply(current, now)?;
+    settings.state = QueueState::Open;
+    store.configure(event, &settings).await?;
+    Ok(settings)
+}
+
+/// Changes an existing event's settings, keeping its state.
+pub async fn set(
+    store: &dyn EventSettingsStore,
+    event: &EventId,
+    change: &SettingsChange,
+    now: SystemTime,
+) -> Result<EventSettings, AdminError> {
+    let current = store
+        .settings(event)
+        .await?
+        .ok_or_else(|| AdminError::UnknownEvent(event.as_str().to_owned()))?;
+    let settings = change.apply(current, now)?;
+    store.configure(event, &settings).await?;
+    Ok(settings)
+}
+
+/// Closes the queue: joins are refused, waiting customers are told it is closed.
+pub async fn close(store: &dyn EventSettingsStore, event: &EventId) -> Result<(), AdminError> {
+    if store.close(event).await? {
+        Ok(())
+    } else {
+        Err(AdminError::UnknownEvent(event.as_str().to_owned()))
+    }
+}
+
+/// One line per setting, for the operator's terminal.
+pub fn describe(event: &EventId, settings: &EventSettings) -> String {
+    format!(
+        "event {}: {}, opens at {}, max active {}, {} admissions/s, sessions of {}",
+        event,
+        settings.state.as_str(),
+        humantime::format_rfc3339_seconds(settings.opens_at),
+        settings.max_active,
+        settings.admit_per_second,
+        humantime::format_duration(settings.session),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_keeps_what_it_does_not_name_and_refuses_zero_limits() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let base = EventSettings::opening_at(now);
+        let change = SettingsChange {
+            rate: Some(10),
+            opens_at: Some(parse_opens_at("+10m").unwrap()),
+            ..SettingsChange::default()
+        };
+        let changed = change.apply(base.clone(), now).unwrap();
+        assert_eq!(changed.admit_per_second, 10);
+        assert_eq!(changed.opens_at, now + Duration::from_secs(600));
+        assert_eq!(changed.max_active, base.max_active);
+        assert_eq!(changed.session, base.session);
+        let zero = SettingsChange {
+            max_active: Some(0),
+            ..SettingsChange::default()
+        };
+        assert!(matches!(zero.apply(base, now), Err(AdminError::ZeroLimit)));
+        assert!(parse_opens_at("2026-12-01T10:00:00Z").is_ok());
+        assert!(parse_opens_at("tomorrow").is_err());
+    }
+}

@@ -1,0 +1,101 @@
+//! `lineup`: parses the command line and runs one command. The work is in the library.
+
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use clap::Parser;
+use lineup::ids::EventId;
+use lineup::ledger::dynamo::tables::create_tables;
+use lineup::queue::EventSettingsStore;
+use lineup_cli::commands::{Cli, Command, EventAction, SeedArgs};
+use lineup_cli::{dev, event_admin, venue};
+
+type Failure = Box<dyn std::error::Error>;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    lineup::logging::init();
+    match run(Cli::parse().command).await {
+        Ok(code) => code,
+        Err(failure) => {
+            eprintln!("error: {failure}");
+            let mut source = failure.source();
+            while let Some(cause) = source {
+                eprintln!("  caused by: {cause}");
+                source = cause.source();
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(command: Command) -> Result<ExitCode, Failure> {
+    match command {
+        Command::Dev(args) => dev::run(args).await?,
+        Command::Seed(args) => seed(args).await?,
+        Command::Event { action } => event(action).await?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn event_id(raw: &str) -> Result<EventId, Failure> {
+    EventId::parse(raw).map_err(|_| format!("{raw:?} is not a valid event id").into())
+}
+
+async fn seed(args: SeedArgs) -> Result<(), Failure> {
+    let event = event_id(&args.event)?;
+    let sections = venue::parse_sections(&args.sections)?;
+    let seats = venue::layout(args.seats, &sections, &args.currency)?;
+    let ledger = args.endpoints.ledger()?;
+    if args.create_tables {
+        create_tables(ledger.client(), ledger.tables()).await?;
+    }
+    event_admin::seed(&ledger, &event, &seats).await?;
+    println!("seeded {} seats for event {event}", seats.len());
+    Ok(())
+}
+
+async fn event(action: EventAction) -> Result<(), Failure> {
+    let now = SystemTime::now();
+    let (event, settings) = match action {
+        EventAction::Open {
+            event,
+            change,
+            endpoints,
+        } => {
+            let event = event_id(&event)?;
+            let settings = event_admin::open(&endpoints.queue()?, &event, &change, now).await?;
+            (event, settings)
+        }
+        EventAction::Set {
+            event,
+            change,
+            endpoints,
+        } => {
+            let event = event_id(&event)?;
+            let settings = event_admin::set(&endpoints.queue()?, &event, &change, now).await?;
+            (event, settings)
+        }
+        EventAction::Close { event, endpoints } => {
+            let event = event_id(&event)?;
+            let queue = endpoints.queue()?;
+            event_admin::close(&queue, &event).await?;
+            let settings = queue
+                .settings(&event)
+                .await?
+                .ok_or_else(|| format!("event {event} vanished"))?;
+            (event, settings)
+        }
+        EventAction::Show { event, endpoints } => {
+            let event = event_id(&event)?;
+            let settings = endpoints
+                .queue()?
+                .settings(&event)
+                .await?
+                .ok_or_else(|| format!("no event {event} is configured"))?;
+            (event, settings)
+        }
+    };
+    println!("{}", event_admin::describe(&event, &settings));
+    Ok(())
+}

@@ -1,0 +1,286 @@
+//! The local event source mapping: reads the outbox table's DynamoDB stream and hands each batch
+//! to the `outbox-stream` handler in the shape Lambda delivers (`{"Records": [...]}`). Like the
+//! real mapping, a batch with failures is handed over again from its lowest failed record.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_dynamodbstreams::types::{AttributeValue, Record, ShardIteratorType};
+use aws_sdk_dynamodbstreams::Client as StreamsClient;
+use lineup::outbox::stream::{handle, StreamBatchResponse};
+use lineup::outbox::TicketPublisher;
+use serde_json::{json, Map, Value};
+
+type StreamsError<E> = aws_sdk_dynamodbstreams::error::SdkError<E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PumpError {
+    #[error("could not describe table {table}")]
+    DescribeTable {
+        table: String,
+        #[source]
+        source: Box<
+            aws_sdk_dynamodb::error::SdkError<
+                aws_sdk_dynamodb::operation::describe_table::DescribeTableError,
+            >,
+        >,
+    },
+    #[error("table {0} has no stream")]
+    NoStream(String),
+    #[error("could not describe the stream")]
+    DescribeStream(
+        #[source]
+        Box<
+            StreamsError<aws_sdk_dynamodbstreams::operation::describe_stream::DescribeStreamError>,
+        >,
+    ),
+    #[error("could not get a shard iterator")]
+    ShardIterator(
+        #[source]
+        Box<
+            StreamsError<
+                aws_sdk_dynamodbstreams::operation::get_shard_iterator::GetShardIteratorError,
+            >,
+        >,
+    ),
+    #[error("could not read stream records")]
+    GetRecords(
+        #[source]
+        Box<StreamsError<aws_sdk_dynamodbstreams::operation::get_records::GetRecordsError>>,
+    ),
+    #[error("a stream record has no {0}")]
+    Incomplete(&'static str),
+    #[error("a stream record holds an attribute type an outbox item never has")]
+    UnexpectedAttribute,
+}
+
+/// The stream of `table` (it must have one).
+pub async fn stream_arn(
+    dynamodb: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Result<String, PumpError> {
+    let described = dynamodb
+        .describe_table()
+        .table_name(table)
+        .send()
+        .await
+        .map_err(|source| PumpError::DescribeTable {
+            table: table.to_owned(),
+            source: Box::new(source),
+        })?;
+    described
+        .table()
+        .and_then(|table| table.latest_stream_arn())
+        .map(str::to_owned)
+        .ok_or_else(|| PumpError::NoStream(table.to_owned()))
+}
+
+async fn shard_ids(streams: &StreamsClient, arn: &str) -> Result<Vec<String>, PumpError> {
+    let description = streams
+        .describe_stream()
+        .stream_arn(arn)
+        .send()
+        .await
+        .map_err(|source| PumpError::DescribeStream(Box::new(source)))?
+        .stream_description
+        .ok_or(PumpError::Incomplete("stream description"))?;
+    Ok(description
+        .shards()
+        .iter()
+        .filter_map(|shard| shard.shard_id().map(str::to_owned))
+        .collect())
+}
+
+async fn iterator(
+    streams: &StreamsClient,
+    arn: &str,
+    shard: &str,
+    from: Option<&str>,
+) -> Result<Option<String>, PumpError> {
+    let request = streams.get_shard_iterator().stream_arn(arn).shard_id(shard);
+    let request = match from {
+        Some(sequence) => request
+            .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
+            .sequence_number(sequence),
+        None => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
+    };
+    Ok(request
+        .send()
+        .await
+        .map_err(|source| PumpError::ShardIterator(Box::new(source)))?
+        .shard_iterator)
+}
+
+/// Every record the stream holds so far, in order, each shaped as Lambda delivers it (tests feed
+/// these to the handler).
+pub async fn read_all(streams: &StreamsClient, arn: &str) -> Result<Vec<Value>, PumpError> {
+    let mut records = Vec::new();
+    for shard in shard_ids(streams, arn).await? {
+        let mut next = iterator(streams, arn, &shard, None).await?;
+        while let Some(current) = next {
+            let page = streams
+                .get_records()
+                .shard_iterator(current)
+                .send()
+                .await
+                .map_err(|source| PumpError::GetRecords(Box::new(source)))?;
+            if page.records().is_empty() {
+                break;
+            }
+            for record in page.records() {
+                records.push(lambda_record(record, arn)?);
+            }
+            next = page.next_shard_iterator;
+        }
+    }
+    Ok(records)
+}
+
+/// Follows the stream from its start, handing each new batch to the `outbox-stream` handler.
+pub struct OutboxPump {
+    pub streams: StreamsClient,
+    pub stream_arn: String,
+    pub publisher: std::sync::Arc<dyn TicketPublisher>,
+    pub poll_every: Duration,
+}
+
+impl OutboxPump {
+    /// Runs until the task is dropped. Errors reading the stream are logged and retried.
+    pub async fn run(self) {
+        let mut positions: HashMap<String, Option<String>> = HashMap::new();
+        let mut interval = tokio::time::interval(self.poll_every);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            interval.tick().await;
+            if let Err(error) = self.pump_once(&mut positions).await {
+                tracing::warn!(error = %error, source = ?std::error::Error::source(&error), "outbox pump: reading the stream failed; retrying");
+                positions.clear();
+            }
+        }
+    }
+
+    /// One pass over every shard. `positions` holds each shard's next iterator.
+    async fn pump_once(
+        &self,
+        positions: &mut HashMap<String, Option<String>>,
+    ) -> Result<(), PumpError> {
+        if positions.is_empty() {
+            for shard in shard_ids(&self.streams, &self.stream_arn).await? {
+                let start = iterator(&self.streams, &self.stream_arn, &shard, None).await?;
+                positions.insert(shard, start);
+            }
+        }
+        for (shard, position) in positions.iter_mut() {
+            let Some(current) = position.clone() else {
+                continue;
+            };
+            let page = self
+                .streams
+                .get_records()
+                .shard_iterator(current)
+                .send()
+                .await
+                .map_err(|source| PumpError::GetRecords(Box::new(source)))?;
+            let next = page.next_shard_iterator.clone();
+            if page.records().is_empty() {
+                *position = next.or(position.take());
+                continue;
+            }
+            let records = page
+                .records()
+                .iter()
+                .map(|record| lambda_record(record, &self.stream_arn))
+                .collect::<Result<Vec<_>, _>>()?;
+            let count = records.len();
+            let invocation = lambda_runtime::LambdaEvent::new(
+                json!({ "Records": records }),
+                lambda_runtime::Context::default(),
+            );
+            match handle(self.publisher.as_ref(), invocation).await {
+                Ok(StreamBatchResponse {
+                    batch_item_failures,
+                }) if batch_item_failures.is_empty() => {
+                    tracing::debug!(records = count, "outbox pump: batch delivered");
+                    *position = next;
+                }
+                Ok(StreamBatchResponse {
+                    batch_item_failures,
+                }) => {
+                    // As the event source mapping does: resume from the lowest failed record.
+                    let lowest = batch_item_failures
+                        .iter()
+                        .map(|failure| failure.item_identifier.as_str())
+                        .min_by_key(|sequence| sequence.parse::<u128>().unwrap_or(u128::MAX))
+                        .unwrap_or_default()
+                        .to_owned();
+                    tracing::warn!(records = count, failed = batch_item_failures.len(), from = %lowest, "outbox pump: batch partly failed; handing it over again");
+                    *position =
+                        iterator(&self.streams, &self.stream_arn, shard, Some(&lowest)).await?;
+                }
+                Err(error) => {
+                    // The handler refused the whole batch (not a stream event): skip past it, as
+                    // a mapping would after its retries, and say so loudly.
+                    tracing::error!(error = %error, records = count, "outbox pump: the handler refused a batch");
+                    *position = next;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A DynamoDB Streams API record in the JSON shape of a Lambda event record.
+pub fn lambda_record(record: &Record, stream_arn: &str) -> Result<Value, PumpError> {
+    let change = record.dynamodb().ok_or(PumpError::Incomplete("change"))?;
+    let mut dynamodb = Map::new();
+    if let Some(created) = change.approximate_creation_date_time() {
+        dynamodb.insert("ApproximateCreationDateTime".into(), created.secs().into());
+    }
+    if let Some(keys) = change.keys() {
+        dynamodb.insert("Keys".into(), dynamodb_item(keys)?);
+    }
+    if let Some(new_image) = change.new_image() {
+        dynamodb.insert("NewImage".into(), dynamodb_item(new_image)?);
+    }
+    if let Some(old_image) = change.old_image() {
+        dynamodb.insert("OldImage".into(), dynamodb_item(old_image)?);
+    }
+    dynamodb.insert("SequenceNumber".into(), change.sequence_number().into());
+    dynamodb.insert("SizeBytes".into(), change.size_bytes().unwrap_or(0).into());
+    dynamodb.insert(
+        "StreamViewType".into(),
+        change.stream_view_type().map(|view| view.as_str()).into(),
+    );
+    Ok(json!({
+        "eventID": record.event_id(),
+        "eventName": record.event_name().map(|name| name.as_str()),
+        "eventVersion": record.event_version(),
+        "eventSource": record.event_source(),
+        "awsRegion": record.aws_region(),
+        "eventSourceARN": stream_arn,
+        "dynamodb": dynamodb,
+    }))
+}
+
+fn dynamodb_item(item: &HashMap<String, AttributeValue>) -> Result<Value, PumpError> {
+    item.iter()
+        .map(|(name, value)| Ok((name.clone(), dynamodb_json(value)?)))
+        .collect::<Result<Map<_, _>, _>>()
+        .map(Value::Object)
+}
+
+/// DynamoDB JSON for the attribute types an outbox item can hold.
+fn dynamodb_json(value: &AttributeValue) -> Result<Value, PumpError> {
+    Ok(match value {
+        AttributeValue::S(s) => json!({ "S": s }),
+        AttributeValue::N(n) => json!({ "N": n }),
+        AttributeValue::Bool(b) => json!({ "BOOL": b }),
+        AttributeValue::Null(is_null) => json!({ "NULL": is_null }),
+        AttributeValue::Ss(strings) => json!({ "SS": strings }),
+        AttributeValue::L(list) => {
+            json!({ "L": list.iter().map(dynamodb_json).collect::<Result<Vec<_>, _>>()? })
+        }
+        AttributeValue::M(map) => json!({ "M": dynamodb_item(map)? }),
+        _ => return Err(PumpError::UnexpectedAttribute),
+    })
+}
