@@ -20,3 +20,4 @@ export REDIS_URL="redis://127.0.0.1:${REDIS_PORT}"
 echo "==> cargo test (Redis at ${REDIS_URL}, DynamoDB/SQS emulator at ${AWS_ENDPOINT_URL})"
 cargo test --workspace --locked "$@"
 scripts/lambda-local.sh
+scripts/e2e.sh

@@ -191,3 +191,87 @@ pub fn error(status: StatusCode, code: &str, message: &str) -> AxumResponse {
     )
         .into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use lineup::http::request;
+
+    use super::*;
+    use crate::dev::routes::routes;
+
+    fn event_for(
+        route_key: &str,
+        authorization: Option<&str>,
+        body: &[u8],
+    ) -> lambda_http::Request {
+        let route = routes()
+            .into_iter()
+            .find(|route| route.key() == route_key)
+            .unwrap();
+        let mut builder = http::Request::builder()
+            .method(route.method.clone())
+            .uri("http://127.0.0.1:3000/events/demo/holds?x=1")
+            .header("user-agent", "test")
+            .header("accept", "application/json")
+            .header("accept", "text/plain");
+        if let Some(value) = authorization {
+            builder = builder.header("authorization", value);
+        }
+        let (parts, ()) = builder.body(()).unwrap().into_parts();
+        let parameters = HashMap::from([("eventId".to_owned(), "demo".to_owned())]);
+        let event = api_gateway_event(
+            &route,
+            &parts,
+            &parameters,
+            &Bytes::copy_from_slice(body),
+            "127.0.0.1:9".parse().unwrap(),
+        );
+        lambda_http::request::from_str(&event.to_string()).unwrap()
+    }
+
+    #[test]
+    fn handlers_read_the_caller_route_and_parameters_as_in_lambda() {
+        let token = unverified_jwt::unsigned_token("alice");
+        let request = event_for(
+            "POST /events/{eventId}/holds",
+            Some(&format!("Bearer {token}")),
+            br#"{"seatIds":["FLO-A-01"]}"#,
+        );
+        assert_eq!(request::caller(&request).unwrap().as_str(), "alice");
+        assert_eq!(
+            request::path_parameter(&request, "eventId").unwrap(),
+            "demo"
+        );
+        assert_eq!(
+            request::body_bytes(&request),
+            br#"{"seatIds":["FLO-A-01"]}"#
+        );
+        assert_eq!(
+            request::header(&request, "accept"),
+            Some("application/json,text/plain")
+        );
+        assert_eq!(request.method(), http::Method::POST);
+    }
+
+    #[test]
+    fn no_token_means_no_caller_and_the_webhook_never_gets_one() {
+        let request = event_for("POST /events/{eventId}/holds", None, b"");
+        assert!(matches!(
+            request::caller(&request),
+            Err(lineup::LineupError::Unauthenticated)
+        ));
+        let token = unverified_jwt::unsigned_token("mallory");
+        let webhook = event_for(
+            "POST /orders/{orderId}/confirm",
+            Some(&format!("Bearer {token}")),
+            b"{}",
+        );
+        assert!(request::caller(&webhook).is_err());
+    }
+
+    #[test]
+    fn binary_bodies_arrive_intact() {
+        let request = event_for("POST /events/{eventId}/holds", None, &[0xff, 0x00, 0x10]);
+        assert_eq!(request::body_bytes(&request), [0xff, 0x00, 0x10]);
+    }
+}
