@@ -6,7 +6,8 @@
 
 use std::borrow::Borrow;
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{
@@ -566,4 +567,88 @@ fn the_ticket_queue_url_is_required_at_cold_start() {
         PublisherConfig::from_lookup(|name| (name == "TICKET_QUEUE_URL").then(|| url.to_owned()))
             .unwrap();
     assert_eq!(config.queue_url, url);
+}
+
+// ----- the local event source mapping (`lineup dev`'s outbox pump) -----
+
+/// Fails the first `failures` attempts to publish one outbox id, then succeeds; keeps every
+/// successful publish in order and counts every attempt.
+struct FailsAtFirst {
+    outbox_id: String,
+    failures: Mutex<u32>,
+    published: Mutex<Vec<String>>,
+    attempts: Mutex<u32>,
+}
+
+#[async_trait]
+impl TicketPublisher for FailsAtFirst {
+    async fn publish(&self, event: &OutboxEvent) -> Result<(), LineupError> {
+        *self.attempts.lock().unwrap() += 1;
+        if event.outbox_id == self.outbox_id {
+            let mut failures = self.failures.lock().unwrap();
+            if *failures > 0 {
+                *failures -= 1;
+                return Err(LineupError::PublishFailed(
+                    aws_sdk_sqs::Error::RequestThrottled(
+                        aws_sdk_sqs::types::error::RequestThrottled::builder().build(),
+                    )
+                    .into(),
+                ));
+            }
+        }
+        self.published.lock().unwrap().push(event.outbox_id.clone());
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_pump_follows_the_stream_and_resumes_a_failed_batch_from_its_failed_record() {
+    let outbox = fresh_outbox().await;
+    let first = outbox_events(5);
+    let later = outbox_events(3);
+    let publisher = Arc::new(FailsAtFirst {
+        outbox_id: first[2].outbox_id.clone(),
+        failures: Mutex::new(2),
+        published: Mutex::default(),
+        attempts: Mutex::default(),
+    });
+    write_outbox(&outbox, &first).await;
+    let pump = lineup_cli::outbox_pump::OutboxPump {
+        streams: lineup_tests::aws::dynamodb_streams().await,
+        stream_arn: outbox.stream_arn.clone(),
+        publisher: publisher.clone(),
+        poll_every: Duration::from_millis(50),
+    };
+    let running = tokio::spawn(pump.run());
+
+    let published = |publisher: &FailsAtFirst| publisher.published.lock().unwrap().clone();
+    let wait_for = |count: usize| {
+        let publisher = publisher.clone();
+        async move {
+            for _ in 0..200 {
+                if published(&publisher).len() >= count {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!("the pump published {:?}", published(&publisher));
+        }
+    };
+    wait_for(5).await;
+    // Items written while the pump waits on an empty stream are picked up too.
+    write_outbox(&outbox, &later).await;
+    wait_for(8).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    running.abort();
+
+    let expected: Vec<String> = first
+        .iter()
+        .chain(&later)
+        .map(|event| event.outbox_id.clone())
+        .collect();
+    // Each exactly once, in the order written: records before the failed one were not handed
+    // over again, and none after it was published ahead of it.
+    assert_eq!(published(&publisher), expected);
+    // The failed record was tried three times (two failures); nothing else more than once.
+    assert_eq!(*publisher.attempts.lock().unwrap(), 8 + 2);
 }
