@@ -1,0 +1,337 @@
+// End-to-end on-sale through the waiting-room page, in Debian's Chromium, against a running
+// `lineup dev` (LINEUP_URL, default http://127.0.0.1:3000):
+//
+//   a. Alice, on a phone, joins the queue, is admitted, sees the seat map and holds 2 seats.
+//   b. Bob, on a desktop, admitted too, tries to hold one of Alice's seats from a seat map he
+//      loaded before she held it: the server refuses (409 seats_unavailable), his page says which
+//      seat was taken, keeps his other choice, and he gets no order.
+//   c. Alice pays (simulated provider → signed webhook → outbox → SQS → ticket desk); her page
+//      shows the issued ticket with exactly her 2 seats.
+//
+// Run: (cd tests/browser && npm install) once, then `node --test tests/browser/` from the repo
+// root. Screenshots go to target/browser/.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const BASE = (process.env.LINEUP_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const SHOTS = path.join(REPO, 'target', 'browser');
+
+// Generous: the local stack (Redis + a serialised moto) is slow-ish.
+const STEP_MS = 30_000; // loading pages, seat maps, holds
+const ADMIT_MS = 90_000; // join → admitted (first poll comes after Retry-After, >= 5 s)
+const TICKET_MS = 60_000; // pay → ticket shown
+const SOLD_MS = 30_000; // the seat map's index may lag a few seconds behind the sale
+
+const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
+const DESKTOP = { viewport: { width: 1440, height: 960 } };
+
+const suffix = () => Math.random().toString(36).slice(2, 8);
+
+test('on-sale in the browser: queue, seat map, a lost race for a seat, payment, ticket', { timeout: 600_000 }, async () => {
+  const info = await devInfo();
+  await mkdir(SHOTS, { recursive: true });
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const people = [];
+  try {
+    // ------------------------------------------------------------------------------ a. Alice
+    const alice = await customer(browser, `alice-${suffix()}`, PHONE, people);
+
+    await step(alice, 'Alice opens the page', async () => {
+      await alice.page.goto(`${BASE}/?customer=${encodeURIComponent(alice.name)}`, { timeout: STEP_MS });
+      await waitText(alice.page, '#event-name', info.eventName, STEP_MS);
+      assert.equal(await alice.page.inputValue('#customer'), alice.name, 'the ?customer= parameter sets "Your name"');
+      assert.match(await alice.page.textContent('body'), /identity is not verified/i, 'the local-development notice is shown');
+      await alice.page.locator('#join').waitFor({ state: 'visible', timeout: STEP_MS });
+    });
+
+    await step(alice, 'Alice joins the queue', async () => {
+      const joined = alice.page.waitForResponse((r) => isApi(r, 'POST', /\/events\/[^/]+\/queue$/), { timeout: STEP_MS });
+      await alice.page.click('#join');
+      const response = await joined;
+      assert.ok([200, 201].includes(response.status()), `join answered ${response.status()}`);
+      const body = await response.json();
+      assert.ok(['waiting', 'admitted'].includes(body.status), `join status ${body.status}`);
+      await alice.page.waitForSelector('#status[data-status="waiting"], #status[data-status="admitted"]', { timeout: STEP_MS });
+      if (body.status === 'waiting') {
+        const position = await alice.page.textContent('#position');
+        assert.match(position, body.position === 0 ? /you are next/i : new RegExp(`number ${(body.position + 1).toLocaleString('en-US')}\\b`),
+          `the page shows the 1-based position (server position ${body.position}), got "${position}"`);
+      }
+      await shot(alice.page, '01-alice-queue.png');
+    });
+
+    await step(alice, 'Alice is admitted and sees the seat map', async () => {
+      await waitAdmitted(alice);
+      await alice.page.evaluate(() => document.getElementById('seats').scrollIntoView({ block: 'start' }));
+      await shot(alice.page, '02-alice-seats.png');
+      const overflow = await alice.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 0, `the phone page scrolls sideways by ${overflow}px (only the seat rows may)`);
+      const unlabelled = await alice.page.$$eval('#seatmap button[data-seat-id]',
+        (buttons) => buttons.filter((b) => !/^Seat \S+, .+, .+, .+$/.test(b.getAttribute('aria-label') ?? '')).length);
+      assert.equal(unlabelled, 0, 'every seat button has an aria-label "Seat <id>, <section>, <price>, <status>"');
+    });
+
+    const available = await availableSeats(alice.page);
+    assert.ok(available.length >= 3, `the demo event needs at least 3 available seats, has ${available.length}`);
+    const aliceSeats = pickTwo(available);
+
+    // ------------------------------------------------------------------------------ b. Bob
+    const bob = await customer(browser, `bob-${suffix()}`, DESKTOP, people);
+    const bobOther = available.find((id) => !aliceSeats.includes(id) && sameRow(id, aliceSeats[0])) ??
+      available.find((id) => !aliceSeats.includes(id));
+
+    await step(bob, 'Bob joins, is admitted, and loads his seat map before Alice holds', async () => {
+      await bob.page.goto(`${BASE}/?customer=${encodeURIComponent(bob.name)}`, { timeout: STEP_MS });
+      await waitText(bob.page, '#event-name', info.eventName, STEP_MS);
+      await bob.page.click('#join');
+      await waitAdmitted(bob);
+      for (const id of [aliceSeats[0], bobOther]) {
+        const seat = seatButton(bob.page, id);
+        assert.ok(await seat.isEnabled(), `seat ${id} is available on Bob's map before Alice holds it`);
+        await seat.click();
+        await waitAttr(seat, 'aria-pressed', 'true', STEP_MS, `Bob's seat ${id} is chosen`);
+      }
+    });
+
+    // Bob's page refreshes its map every 5 s. Delay those refreshes (only them) until Bob has
+    // tried, so that he acts on the map he had before Alice's hold, like a customer whose
+    // refresh has not come yet. His hold request itself goes to the server untouched.
+    let openGate;
+    const gate = new Promise((resolve) => { openGate = resolve; });
+    let gated = () => {};
+    const firstGated = new Promise((resolve) => { gated = resolve; });
+    await bob.page.route(/\/events\/[^/]+\/seats$/, async (route) => {
+      gated();
+      await gate;
+      await route.continue().catch(() => {});
+    });
+
+    let order;
+    await step(alice, 'Alice chooses 2 seats and holds them', async () => {
+      for (const id of aliceSeats) {
+        const seat = seatButton(alice.page, id);
+        await seat.click();
+        await waitAttr(seat, 'aria-pressed', 'true', STEP_MS, `Alice's seat ${id} is chosen`);
+      }
+      await waitText(alice.page, '#selection', aliceSeats[0], STEP_MS);
+      // No refresh of Bob's map is in flight now: the next one is stuck at the gate.
+      await withTimeout(firstGated, 15_000, 'Bob\'s seat map did not refresh within 15 s');
+      const held = alice.page.waitForResponse((r) => isApi(r, 'POST', /\/events\/[^/]+\/holds$/), { timeout: STEP_MS });
+      await alice.page.click('#hold');
+      const response = await held;
+      order = await response.json();
+      assert.equal(response.status(), 201, `Alice's hold answered ${response.status()}: ${JSON.stringify(order)}`);
+      assert.deepEqual([...order.seatIds].sort(), [...aliceSeats].sort(), 'the order holds Alice\'s seats');
+      assert.equal(order.status, 'PENDING');
+
+      await alice.page.locator('#countdown').waitFor({ state: 'visible', timeout: STEP_MS });
+      const countdown = await alice.page.textContent('#countdown');
+      assert.match(countdown, /^\d\d:\d\d$/, `the countdown reads mm:ss, got "${countdown}"`);
+      const [m, s] = countdown.split(':').map(Number);
+      const left = m * 60 + s;
+      assert.ok(left > 0 && left <= info.holdSeconds, `the countdown shows ${countdown} for a ${info.holdSeconds} s hold`);
+      const shown = await alice.page.$$eval('#order [data-seat-id]', (items) => items.map((i) => i.dataset.seatId));
+      assert.deepEqual(shown.sort(), [...aliceSeats].sort(), 'the order on the page lists Alice\'s seats');
+      await alice.page.waitForFunction((before) => document.querySelector('#countdown')?.textContent !== before,
+        countdown, { timeout: 5_000 }).catch(() => assert.fail('the countdown does not tick'));
+      await shot(alice.page, '03-alice-held.png', { fullPage: true });
+    });
+
+    await step(bob, 'Bob tries to hold one of Alice\'s seats and is refused', async () => {
+      assert.ok(await seatButton(bob.page, aliceSeats[0]).isEnabled(),
+        `Bob's (stale) map still offers ${aliceSeats[0]}`);
+      const refused = bob.page.waitForResponse((r) => isApi(r, 'POST', /\/events\/[^/]+\/holds$/), { timeout: STEP_MS });
+      await bob.page.click('#hold');
+      const response = await refused;
+      const body = await response.json().catch(() => null);
+      assert.equal(response.status(), 409, `Bob's hold of ${aliceSeats[0]} and ${bobOther} answered ${response.status()}: ${JSON.stringify(body)}`);
+      assert.equal(body?.error?.code, 'seats_unavailable', `409 code: ${JSON.stringify(body)}`);
+      assert.deepEqual(body.error.seatIds, [aliceSeats[0]], 'the 409 names exactly the seat Alice holds');
+
+      const message = bob.page.locator('#message');
+      await waitText(bob.page, '#message', aliceSeats[0], STEP_MS);
+      assert.match(await message.textContent(), /taken/i, 'Bob is told the seat was taken');
+      assert.equal(await message.getAttribute('role'), 'alert', 'the refusal is announced as an alert');
+      assert.doesNotMatch(await message.textContent(), /[{}"]/, 'no raw JSON in the notice');
+      assert.ok(await bob.page.locator('#order').isHidden(), 'Bob has no order');
+      assert.ok(await bob.page.locator('#countdown').isHidden(), 'Bob has no countdown');
+      assert.ok(await seatButton(bob.page, aliceSeats[0]).isDisabled(), `${aliceSeats[0]} is now marked taken on Bob's map`);
+      assert.equal(await seatButton(bob.page, aliceSeats[0]).getAttribute('aria-pressed'), 'false');
+      assert.equal(await seatButton(bob.page, bobOther).getAttribute('aria-pressed'), 'true', `Bob keeps his other choice ${bobOther}`);
+      await shot(bob.page, '04-bob-refused.png');
+    });
+    openGate();
+    await bob.page.unroute(/\/events\/[^/]+\/seats$/);
+
+    // ------------------------------------------------------------------------------ c. Alice pays
+    await step(alice, 'Alice pays and gets her ticket', async () => {
+      const paid = alice.page.waitForResponse((r) => isApi(r, 'POST', /\/dev\/payments$/), { timeout: STEP_MS });
+      await alice.page.click('#pay');
+      const response = await paid;
+      assert.equal(response.status(), 202, `the payment provider answered ${response.status()}`);
+      await alice.page.locator('#ticket [data-seat-id]').first().waitFor({ state: 'visible', timeout: TICKET_MS })
+        .catch(async () => assert.fail(`no ticket within ${TICKET_MS / 1000} s; the page says: ` +
+          `"${(await alice.page.textContent('#message'))?.trim()}" / "${(await alice.page.textContent('#ticket-section'))?.trim()}"`));
+      const ticketSeats = await alice.page.$$eval('#ticket [data-seat-id]', (items) => items.map((i) => i.dataset.seatId));
+      assert.deepEqual(ticketSeats.sort(), [...aliceSeats].sort(), 'the ticket is for exactly Alice\'s 2 seats');
+      const ticket = alice.page.locator('#ticket');
+      assert.equal(await ticket.getAttribute('data-order-id'), order.orderId, 'the ticket is for Alice\'s order');
+      const text = await ticket.textContent();
+      assert.ok(text.includes(order.orderId), 'the ticket shows the order id');
+      assert.match(text, /issued at/i, 'the ticket shows when it was issued');
+      assert.match(text, /Amount paid/i);
+      assert.ok(await alice.page.locator('#order').isHidden(), 'the hold panel is gone once paid');
+      await shot(alice.page, '05-alice-ticket.png', { fullPage: true });
+    });
+
+    // ------------------------------------------------------------------------------ d. desktop
+    await step(bob, 'Bob\'s map shows Alice\'s seats sold', async () => {
+      await bob.page.click('#refresh');
+      await bob.page.waitForFunction((ids) => ids.every((id) =>
+        document.querySelector(`#seatmap [data-seat-id="${id}"]`)?.dataset.status === 'sold'), aliceSeats, { timeout: SOLD_MS })
+        .catch(() => assert.fail(`Alice's seats ${aliceSeats.join(', ')} are not shown sold on Bob's map within ${SOLD_MS / 1000} s`));
+      assert.ok(await seatButton(bob.page, aliceSeats[1]).isDisabled());
+      await seatButton(bob.page, bobOther).scrollIntoViewIfNeeded();
+      await shot(bob.page, '06-desktop-seats.png');
+      await bob.page.click('#leave'); // give the admission back
+      await bob.page.waitForSelector('#status[data-status="left"]', { timeout: STEP_MS });
+    });
+
+    for (const person of people) {
+      assert.deepEqual(person.errors, [], `${person.name}'s page threw: ${person.errors.join('; ')}`);
+    }
+  } finally {
+    await browser.close();
+  }
+});
+
+// ------------------------------------------------------------------------------------ helpers
+
+async function devInfo() {
+  let response;
+  try {
+    response = await fetch(`${BASE}/dev/info`, { signal: AbortSignal.timeout(10_000) });
+  } catch (error) {
+    assert.fail(`lineup dev is not answering at ${BASE} (${error.cause?.code ?? error.message}). ` +
+      'Start it (`target/debug/lineup dev`) or set LINEUP_URL.');
+  }
+  assert.equal(response.status, 200, `GET ${BASE}/dev/info answered ${response.status}`);
+  const info = await response.json();
+  for (const field of ['eventId', 'eventName', 'currency', 'holdSeconds']) {
+    assert.ok(info[field] !== undefined, `/dev/info has no ${field}: ${JSON.stringify(info)}`);
+  }
+  return info;
+}
+
+async function customer(browser, name, options, people) {
+  const context = await browser.newContext(options);
+  context.setDefaultTimeout(STEP_MS);
+  const page = await context.newPage();
+  const person = { name, context, page, errors: [] };
+  page.on('pageerror', (error) => person.errors.push(error.message));
+  people.push(person);
+  return person;
+}
+
+/** Runs one step; on failure, says which step and for whom, and keeps a screenshot. */
+async function step(person, name, body) {
+  try {
+    await body();
+  } catch (error) {
+    const file = `failed-${name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')}.png`;
+    await shot(person.page, file, { fullPage: true }).catch(() => {});
+    const notice = await person.page.textContent('#message', { timeout: 1_000 }).catch(() => null);
+    const status = await person.page.textContent('#status', { timeout: 1_000 }).catch(() => null);
+    error.message = `step "${name}" (${person.name}) failed: ${error.message}\n` +
+      `  page status: ${status?.trim() || '-'}\n  page notice: ${notice?.trim() || '-'}\n  screenshot: target/browser/${file}`;
+    throw error;
+  }
+}
+
+async function shot(page, file, options = {}) {
+  await page.screenshot({ path: path.join(SHOTS, file), ...options });
+}
+
+function isApi(response, method, pathPattern) {
+  return response.request().method() === method && pathPattern.test(new URL(response.url()).pathname);
+}
+
+async function waitAdmitted(person) {
+  await person.page.waitForSelector('#status[data-status="admitted"]', { timeout: ADMIT_MS }).catch(async () => {
+    assert.fail(`${person.name} was not admitted within ${ADMIT_MS / 1000} s; status: ` +
+      `"${(await person.page.textContent('#status'))?.trim()}", notice: "${(await person.page.textContent('#message'))?.trim()}"`);
+  });
+  await person.page.locator('#seats').waitFor({ state: 'visible', timeout: STEP_MS });
+  await person.page.locator('#seatmap button[data-seat-id]').first().waitFor({ state: 'visible', timeout: STEP_MS })
+    .catch(() => assert.fail(`${person.name}'s seat map did not load within ${STEP_MS / 1000} s`));
+  const legend = await person.page.textContent('.legend');
+  for (const word of ['Available', 'Your choice', 'Held', 'Sold']) assert.ok(legend.includes(word), `the legend explains "${word}"`);
+}
+
+function seatButton(page, seatId) {
+  return page.locator(`#seatmap button[data-seat-id="${seatId}"]`);
+}
+
+async function availableSeats(page) {
+  return page.$$eval('#seatmap button[data-seat-id]:not([disabled])', (buttons) => buttons.map((b) => b.dataset.seatId));
+}
+
+/** Two available seats side by side in one row if there are, else any two; random, so reruns against the same server find free seats. */
+function pickTwo(available) {
+  const set = new Set(available);
+  const starts = available.filter((id) => set.has(nextInRow(id)));
+  if (starts.length) {
+    const first = starts[Math.floor(Math.random() * starts.length)];
+    return [first, nextInRow(first)];
+  }
+  const shuffled = [...available].sort(() => Math.random() - 0.5);
+  return shuffled.slice(0, 2);
+}
+
+function nextInRow(seatId) {
+  const parts = seatId.split('-');
+  if (parts.length !== 3 || !/^\d+$/.test(parts[2])) return null;
+  parts[2] = String(Number(parts[2]) + 1).padStart(parts[2].length, '0');
+  return parts.join('-');
+}
+
+function sameRow(a, b) {
+  const row = (id) => id.split('-').slice(0, 2).join('-');
+  return a.split('-').length === 3 && row(a) === row(b);
+}
+
+async function waitText(page, selector, text, timeout) {
+  await page.waitForFunction(([sel, t]) => document.querySelector(sel)?.textContent.includes(t), [selector, text], { timeout })
+    .catch(async () => assert.fail(`"${selector}" does not show "${text}" within ${timeout / 1000} s; it shows ` +
+      `"${(await page.textContent(selector, { timeout: 1_000 }).catch(() => ''))?.trim()}"`));
+}
+
+async function waitAttr(locator, name, value, timeout, what) {
+  const deadline = Date.now() + timeout;
+  while (Date.now() < deadline) {
+    if ((await locator.getAttribute(name)) === value) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.fail(`${what}: ${name} is "${await locator.getAttribute(name)}", expected "${value}"`);
+}
+
+async function withTimeout(promise, ms, message) {
+  let timer;
+  try {
+    return await Promise.race([promise, new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(message)), ms); })]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,1224 @@
+// Lineup waiting room: join an event's queue, wait to be admitted, choose and hold seats, pay
+// (through the local simulated payment provider) and see the issued ticket.
+//
+// The HTTP contract is openapi.yaml. This page is served by `lineup dev`, so the API is on the
+// same origin. Identity is an UNSIGNED JWT made here from the "Your name" field: the local
+// server takes its `sub` without checking a signature (development only); in AWS the API
+// Gateway JWT authorizer verifies a real token.
+
+const MAX_SEATS = 4;
+const SEAT_REFRESH_MS = 5000;
+const ORDER_POLL_MS = 1000;
+const TICKET_POLL_MS = 1000;
+const DEFAULT_POLL_S = 5;
+const JUST_TAKEN_MS = 15000; // the seat map may lag: keep seats we were told are taken marked
+const CUSTOMER_RE = /^[!-~]{1,128}$/; // the API's rule for `sub`: 1-128 visible ASCII
+
+const $ = (id) => document.getElementById(id);
+const el = {
+  eventName: $('event-name'), eventMeta: $('event-meta'), message: $('message'),
+  customer: $('customer'), customerHint: $('customer-hint'),
+  queueHeading: $('queue-heading'), status: $('status'), statusText: $('status-text'),
+  position: $('position'), eta: $('eta'), progressWrap: $('progress-wrap'), progress: $('progress'),
+  join: $('join'), leave: $('leave'),
+  seats: $('seats'), seatsHeading: $('seats-heading'), seatmap: $('seatmap'),
+  selection: $('selection'), hold: $('hold'), refresh: $('refresh'), seatsUpdated: $('seats-updated'),
+  holdMinutes: $('hold-minutes'),
+  order: $('order'), orderHeading: $('order-heading'), orderDetails: $('order-details'),
+  countdown: $('countdown'), orderState: $('order-state'), pay: $('pay'), release: $('release'),
+  ticketSection: $('ticket-section'), ticketHeading: $('ticket-heading'), ticketWait: $('ticket-wait'),
+  ticket: $('ticket'), again: $('again'), dismiss: $('dismiss'),
+};
+
+const params = new URLSearchParams(location.search);
+
+const state = {
+  eventId: 'demo',
+  eventName: '',
+  currency: 'KRW',
+  holdSeconds: 300,
+  customer: '',
+  // idle | joining | waiting | choosing | holding | held | paying | paid | closed
+  phase: 'idle',
+  queueId: null,
+  startPosition: null,
+  accessToken: null,
+  admissionExpiresAt: null,
+  seats: [],
+  seatById: new Map(),
+  seatLayoutKey: '',
+  seatsLoading: false,
+  chosen: [],
+  justTaken: new Map(), // seatId -> time (ms) until which it is shown taken whatever the map says
+  order: null,
+  clockSkewMs: 0, // server clock minus ours, from the Date header
+  pollDeferred: false,
+  warnedOneMinute: false,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+const timers = {};
+function later(name, ms, fn) {
+  clearTimeout(timers[name]);
+  timers[name] = setTimeout(() => { delete timers[name]; fn(); }, Math.max(0, ms));
+}
+function cancel(name) {
+  clearTimeout(timers[name]);
+  delete timers[name];
+}
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Up to 20 % random jitter on top of a server-given delay, as the contract asks. */
+const withJitter = (seconds) => seconds * 1000 * (1 + Math.random() * 0.2);
+const enc = encodeURIComponent;
+
+/** Builds an element: h('p', {class: 'x', dataset: {a: 1}}, 'text', child). Never parses HTML. */
+function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'class') node.className = value;
+    else if (key === 'dataset') Object.assign(node.dataset, value);
+    else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function randomCustomerId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(3));
+  return `fan-${[...bytes].map((b) => b.toString(16).padStart(2, '0')).join('')}`;
+}
+
+function base64url(text) {
+  const bytes = new TextEncoder().encode(text);
+  let binary = '';
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+/** An unsigned JWT (alg "none") naming the customer: local development only. */
+function unsignedJwt(sub) {
+  return `${base64url(JSON.stringify({ alg: 'none', typ: 'JWT' }))}.${base64url(JSON.stringify({ sub }))}.`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Money and time
+
+const formatters = new Map();
+function currencyFormatter(currency, display = 'symbol') {
+  const key = `${currency}|${display}`;
+  if (!formatters.has(key)) {
+    let f;
+    try {
+      f = new Intl.NumberFormat(undefined, { style: 'currency', currency, currencyDisplay: display });
+    } catch {
+      f = null; // unknown currency code
+    }
+    formatters.set(key, f);
+  }
+  return formatters.get(key);
+}
+
+/** Amounts are integers in the currency's minor units (KRW has none: 150000 is 150,000 won). */
+function money(amount, currency, display = 'symbol') {
+  const f = currencyFormatter(currency, display);
+  if (!f) return `${amount} ${currency}`;
+  const digits = f.resolvedOptions().maximumFractionDigits;
+  return f.format(amount / 10 ** digits);
+}
+
+const timeFormat = new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit' });
+const dateTimeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const serverNow = () => Date.now() + state.clockSkewMs;
+
+/** Our clock's offset from the server's, from a Date header (whole seconds, so only an
+ *  offset of more than two seconds is trusted; smaller ones are rounding). */
+function noteServerDate(dateHeader) {
+  const t = Date.parse(dateHeader ?? '');
+  if (Number.isNaN(t)) return;
+  const skew = t + 500 - Date.now();
+  state.clockSkewMs = Math.abs(skew) > 2000 ? skew : 0;
+}
+
+function describeEta(seconds) {
+  if (seconds < 60) return 'less than a minute';
+  if (seconds < 3600) {
+    const m = Math.round(seconds / 60);
+    return `about ${m} minute${m === 1 ? '' : 's'}`;
+  }
+  const hours = Math.floor(seconds / 3600);
+  const minutes = Math.round((seconds % 3600) / 60);
+  return `about ${hours} h ${minutes} min`;
+}
+
+function mmss(ms) {
+  const total = Math.max(0, Math.ceil(ms / 1000));
+  return `${String(Math.floor(total / 60)).padStart(2, '0')}:${String(total % 60).padStart(2, '0')}`;
+}
+
+const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+const listIds = (ids) => ids.join(', ');
+
+// ---------------------------------------------------------------------------------------------
+// The API
+
+class NetworkError extends Error {}
+
+/** One request. Resolves to {status, data, retryAfter}; rejects only when the server is unreachable. */
+async function api(method, path, { body, headers = {} } = {}) {
+  const init = {
+    method,
+    cache: 'no-store',
+    headers: { Accept: 'application/json', Authorization: `Bearer ${unsignedJwt(state.customer)}`, ...headers },
+  };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (error) {
+    throw new NetworkError(error?.message ?? 'network error');
+  }
+  const retryHeader = response.headers.get('Retry-After');
+  const retryAfter = retryHeader !== null && /^\d+$/.test(retryHeader.trim()) ? Number(retryHeader) : null;
+  let data = null;
+  if (response.status !== 204) {
+    const text = await response.text().catch(() => '');
+    if (text) {
+      try {
+        data = JSON.parse(text);
+      } catch {
+        data = null;
+      }
+    }
+  }
+  return { status: response.status, data, retryAfter, date: response.headers.get('Date') };
+}
+
+/** A human explanation of a failed answer. Never shows raw JSON. */
+function problem(r) {
+  const error = r.data && typeof r.data === 'object' ? r.data.error : null;
+  if (error && typeof error.message === 'string') {
+    return {
+      code: String(error.code ?? ''),
+      message: sentence(error.message),
+      seatIds: Array.isArray(error.seatIds) ? error.seatIds.map(String) : [],
+    };
+  }
+  if (r.data && typeof r.data.message === 'string') {
+    // API Gateway's own body (401 Unauthorized, 429 throttled, ...).
+    return { code: `http_${r.status}`, message: sentence(r.data.message), seatIds: [] };
+  }
+  const generic = {
+    401: 'You are not signed in.',
+    403: 'You are not allowed to do that.',
+    404: 'Not found.',
+    429: 'Too many requests; please wait a moment.',
+    500: 'Something went wrong on our side.',
+    502: 'The server is not answering properly.',
+    503: 'The service is busy.',
+    504: 'The server took too long to answer.',
+  };
+  return { code: `http_${r.status}`, message: generic[r.status] ?? `Unexpected answer from the server (HTTP ${r.status}).`, seatIds: [] };
+}
+
+function sentence(text) {
+  const t = String(text).trim();
+  if (!t) return 'Something went wrong.';
+  const s = t[0].toUpperCase() + t.slice(1);
+  return /[.!?]$/.test(s) ? s : `${s}.`;
+}
+
+const UNREACHABLE = 'Cannot reach the server. Check your connection;';
+
+// ---------------------------------------------------------------------------------------------
+// Notices
+
+/** Shows the latest notice. kind: info | success | error. */
+function notify(text, kind = 'info') {
+  // role=alert makes errors interrupt; everything else is announced politely.
+  el.message.setAttribute('role', kind === 'error' ? 'alert' : 'status');
+  el.message.setAttribute('aria-live', kind === 'error' ? 'assertive' : 'polite');
+  el.message.dataset.kind = kind;
+  delete el.message.dataset.code;
+  el.message.replaceChildren(
+    h('span', { class: 'message-icon', 'aria-hidden': 'true' }, { info: 'ℹ', success: '✓', error: '!' }[kind] ?? 'ℹ'),
+    h('span', { class: 'message-text' },
+      h('strong', {}, { info: 'Note: ', success: 'Done: ', error: 'Problem: ' }[kind] ?? ''), text),
+  );
+  el.dismiss.hidden = false;
+}
+
+function clearNotice() {
+  el.dismiss.hidden = true;
+  el.message.replaceChildren();
+  delete el.message.dataset.kind;
+  el.message.setAttribute('role', 'status');
+  el.message.setAttribute('aria-live', 'polite');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session (survives a reload of this tab)
+
+const CUSTOMER_KEY = 'lineup.customer';
+const sessionKey = () => `lineup.session.${state.eventId}.${state.customer}`;
+function loadSession() {
+  try {
+    return JSON.parse(sessionStorage.getItem(sessionKey()) ?? 'null') ?? {};
+  } catch {
+    return {};
+  }
+}
+function saveSession(patch) {
+  try {
+    const next = { ...loadSession(), ...patch };
+    for (const key of Object.keys(next)) if (next[key] == null) delete next[key];
+    sessionStorage.setItem(sessionKey(), JSON.stringify(next));
+  } catch {
+    /* storage full or disabled: nothing to keep */
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phases: which sections and buttons show
+
+function setPhase(phase) {
+  state.phase = phase;
+  const inQueue = ['waiting', 'choosing', 'holding'].includes(phase);
+  el.customer.disabled = !['idle', 'closed'].includes(phase);
+  el.customerHint.textContent = el.customer.disabled
+    ? 'Locked while you are in the queue or have an order.'
+    : 'No spaces, up to 128 characters. Kept while this tab is open.';
+
+  el.join.hidden = !['idle', 'joining', 'closed'].includes(phase);
+  el.join.disabled = phase === 'joining' || phase === 'closed';
+  el.join.setAttribute('aria-busy', String(phase === 'joining'));
+  el.leave.hidden = !inQueue;
+  el.progressWrap.hidden = phase !== 'waiting';
+
+  el.seats.hidden = phase !== 'choosing' && phase !== 'holding';
+  el.hold.disabled = phase === 'holding';
+  el.hold.setAttribute('aria-busy', String(phase === 'holding'));
+
+  el.order.hidden = phase !== 'held' && phase !== 'paying';
+  el.pay.disabled = phase === 'paying';
+  el.release.disabled = phase === 'paying';
+  el.pay.setAttribute('aria-busy', String(phase === 'paying'));
+
+  el.ticketSection.hidden = phase !== 'paid';
+
+  if (phase === 'choosing') scheduleSeatRefresh();
+  else cancel('seats');
+  if (phase !== 'waiting') cancel('poll');
+  if (phase !== 'held') cancel('countdown');
+  updateHoldButton();
+}
+
+function setQueueStatus(status, text) {
+  el.status.dataset.status = status;
+  el.statusText.textContent = text;
+}
+
+function focusHeading(heading) {
+  // Move keyboard and screen-reader focus to the part of the page that just appeared.
+  requestAnimationFrame(() => {
+    heading.scrollIntoView({ block: 'start' });
+    heading.focus({ preventScroll: true });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start
+
+async function start() {
+  // Who: ?customer= wins, then this tab's earlier choice, else a new random id.
+  const fromQuery = params.get('customer');
+  let customer = fromQuery && CUSTOMER_RE.test(fromQuery) ? fromQuery : null;
+  if (!customer) {
+    try { customer = sessionStorage.getItem(CUSTOMER_KEY); } catch { customer = null; }
+  }
+  if (!customer || !CUSTOMER_RE.test(customer)) customer = randomCustomerId();
+  setCustomer(customer);
+  el.customer.value = customer;
+
+  let info = null;
+  try {
+    const r = await api('GET', '/dev/info');
+    if (r.status === 200 && r.data && typeof r.data === 'object') info = r.data;
+  } catch {
+    /* handled below */
+  }
+  if (info) {
+    if (typeof info.eventId === 'string') state.eventId = info.eventId;
+    if (typeof info.eventName === 'string') state.eventName = info.eventName;
+    if (typeof info.currency === 'string') state.currency = info.currency;
+    if (Number.isFinite(info.holdSeconds)) state.holdSeconds = info.holdSeconds;
+  }
+  const eventFromQuery = params.get('event');
+  if (eventFromQuery) {
+    if (eventFromQuery !== state.eventId) state.eventName = '';
+    state.eventId = eventFromQuery;
+  }
+  const name = state.eventName || `Event ${state.eventId}`;
+  el.eventName.textContent = name;
+  document.title = `${name} · Lineup waiting room`;
+  el.eventMeta.textContent = `Event id ${state.eventId}`;
+  const minutes = Math.round(state.holdSeconds / 60);
+  el.holdMinutes.textContent = state.holdSeconds % 60 === 0 ? plural(minutes, 'minute', 'minutes') : plural(state.holdSeconds, 'second', 'seconds');
+  if (!info) notify('Could not load the event details from the server; using the defaults.', 'error');
+
+  setPhase('idle');
+  await resume();
+}
+
+function setCustomer(customer) {
+  state.customer = customer;
+  try { sessionStorage.setItem(CUSTOMER_KEY, customer); } catch { /* ignore */ }
+}
+
+/** After a reload: pick up an open order or queue place of this customer in this tab. */
+async function resume() {
+  const saved = loadSession();
+  if (saved.orderId) {
+    try {
+      const r = await api('GET', `/orders/${enc(saved.orderId)}`);
+      if (r.status === 200 && r.data) {
+        const order = r.data;
+        if (order.status === 'PENDING' && Date.parse(order.expiresAt) > serverNow()) {
+          noteServerDate(r.date);
+          if (saved.queueId) state.queueId = saved.queueId;
+          showOrder(order, { announce: false });
+          notify('Welcome back: your seats are still held.', 'info');
+          return;
+        }
+        if (order.status === 'PAID') {
+          state.order = order;
+          setPhase('paid');
+          waitForTicket();
+          return;
+        }
+      }
+    } catch {
+      /* fall through */
+    }
+    saveSession({ orderId: null });
+  }
+  if (saved.queueId) {
+    state.queueId = saved.queueId;
+    setQueueStatus('waiting', 'Checking your place in the queue…');
+    await pollQueue();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The queue
+
+async function join() {
+  if (!validateCustomer({ resumeSession: false })) {
+    el.customer.focus();
+    return;
+  }
+  setPhase('joining');
+  clearNotice();
+  setQueueStatus('joining', 'Joining the queue…');
+  let r;
+  try {
+    r = await api('POST', `/events/${enc(state.eventId)}/queue`, { body: {} });
+  } catch {
+    setQueueStatus('idle', 'You are not in the queue yet.');
+    setPhase('idle');
+    notify(`${UNREACHABLE} then try joining again.`, 'error');
+    return;
+  }
+  if (r.status === 200 || r.status === 201) {
+    state.startPosition = null;
+    handleStanding(r.data, r.retryAfter, r.date);
+    if (state.phase === 'waiting') focusHeading(el.queueHeading);
+    return;
+  }
+  const p = problem(r);
+  if (r.status === 503) {
+    const s = r.retryAfter ?? DEFAULT_POLL_S;
+    setQueueStatus('joining', `The service is busy; trying again in ${s} s…`);
+    notify(`The service is busy, retrying in ${s} seconds.`, 'info');
+    later('join', withJitter(s), join);
+    return;
+  }
+  if (p.code === 'queue_closed') {
+    setQueueStatus('closed', 'The queue is closed: the event is sold out or was closed.');
+    setPhase('closed');
+    notify(p.message, 'error');
+    return;
+  }
+  setQueueStatus('idle', 'You are not in the queue yet.');
+  setPhase('idle');
+  notify(p.message, 'error');
+}
+
+/** What joining or polling said: waiting, admitted, expired or closed. */
+function handleStanding(standing, retryAfter, date) {
+  if (!standing || typeof standing !== 'object') {
+    notify('The server sent an answer this page does not understand; trying again shortly.', 'error');
+    setPhase('waiting');
+    schedulePoll(DEFAULT_POLL_S);
+    return;
+  }
+  noteServerDate(date);
+  if (standing.queueId) {
+    state.queueId = standing.queueId;
+    saveSession({ queueId: standing.queueId });
+  }
+  switch (standing.status) {
+    case 'waiting': {
+      const position = Math.max(0, Number(standing.position) || 0);
+      if (state.startPosition === null || position > state.startPosition) state.startPosition = position;
+      const ahead = position;
+      setQueueStatus('waiting', 'You are in the queue. Keep this page open; it updates by itself.');
+      el.position.textContent = ahead === 0
+        ? 'You are next!'
+        : `You are number ${(ahead + 1).toLocaleString()} in line (${plural(ahead, 'person', 'people')} ahead of you).`;
+      el.position.dataset.position = String(position);
+      let eta = `Estimated wait: ${describeEta(Number(standing.etaSeconds) || 0)}.`;
+      if (standing.opensAt) {
+        const opens = new Date(standing.opensAt);
+        eta = `The sale opens at ${timeFormat.format(opens)}. Everyone who joins before then gets a random place ahead of later arrivals. ${eta}`;
+      }
+      el.eta.textContent = eta;
+      // From where you joined (a sliver) to the front (full: you are next).
+      el.progress.max = state.startPosition + 1;
+      el.progress.value = state.startPosition - position + 1;
+      el.progress.setAttribute('aria-valuetext', ahead === 0 ? 'You are next' : `${plural(ahead, 'person', 'people')} ahead`);
+      if (state.phase !== 'waiting') setPhase('waiting');
+      schedulePoll(retryAfter ?? DEFAULT_POLL_S);
+      break;
+    }
+    case 'admitted': {
+      state.accessToken = standing.accessToken;
+      state.admissionExpiresAt = standing.expiresAt;
+      const until = Date.parse(standing.expiresAt);
+      setQueueStatus('admitted', `It is your turn! Hold your seats before ${timeFormat.format(new Date(until - state.clockSkewMs))}.`);
+      el.position.textContent = '';
+      delete el.position.dataset.position;
+      el.eta.textContent = '';
+      el.progress.max = 1;
+      el.progress.value = 1;
+      el.progress.setAttribute('aria-valuetext', 'At the front');
+      if (!Number.isNaN(until)) later('admission', until - serverNow() + 1000, admissionMayHaveEnded);
+      if (!['held', 'paying', 'paid'].includes(state.phase)) enterSeats();
+      break;
+    }
+    case 'expired':
+      endQueue('expired', 'Your turn ended before you held seats. You can join the queue again (at the back).', 'Join the queue again');
+      notify('Your admission lapsed unused. Join again to get a new place.', 'error');
+      break;
+    case 'closed':
+      endQueue('closed', 'The queue is closed: the event is sold out or was closed.', 'Join the queue');
+      setPhase('closed');
+      notify('Sorry, this event is sold out or closed.', 'error');
+      break;
+    default:
+      notify('The server sent a queue status this page does not know; trying again shortly.', 'error');
+      schedulePoll(DEFAULT_POLL_S);
+  }
+}
+
+function endQueue(status, text, joinLabel) {
+  state.accessToken = null;
+  state.admissionExpiresAt = null;
+  state.chosen = [];
+  cancel('admission');
+  setQueueStatus(status, text);
+  el.position.textContent = '';
+  el.eta.textContent = '';
+  el.join.textContent = joinLabel;
+  saveSession({ queueId: null });
+  setPhase('idle');
+}
+
+function schedulePoll(seconds) {
+  // The server says when to ask again (Retry-After); we add the small jitter the contract asks
+  // for, so that a crowd does not poll in lockstep.
+  later('poll', withJitter(seconds), () => {
+    if (document.visibilityState === 'hidden') {
+      state.pollDeferred = true; // poll once as soon as the page is visible again
+      return;
+    }
+    pollQueue();
+  });
+}
+
+async function pollQueue() {
+  if (!state.queueId) return;
+  let r;
+  try {
+    r = await api('GET', `/events/${enc(state.eventId)}/queue/${enc(state.queueId)}`);
+  } catch {
+    notify(`${UNREACHABLE} trying again in ${DEFAULT_POLL_S} seconds.`, 'error');
+    if (state.phase !== 'waiting') setPhase('waiting');
+    schedulePoll(DEFAULT_POLL_S);
+    return;
+  }
+  if (r.status === 200) {
+    if (el.message.dataset.kind === 'error' && state.phase === 'waiting') clearNotice();
+    handleStanding(r.data, r.retryAfter, r.date);
+    return;
+  }
+  if (r.status === 503) {
+    const s = r.retryAfter ?? DEFAULT_POLL_S;
+    notify(`The service is busy, retrying in ${s} seconds.`, 'info');
+    if (state.phase !== 'waiting') setPhase('waiting');
+    schedulePoll(s);
+    return;
+  }
+  const p = problem(r);
+  if (r.status === 404) {
+    endQueue('idle', 'You are not in the queue.', 'Join the queue');
+    notify('You are no longer in the queue. Join again to get a place.', 'error');
+    return;
+  }
+  notify(p.message, 'error');
+  if (state.phase === 'waiting') schedulePoll(DEFAULT_POLL_S);
+}
+
+async function leave() {
+  if (!state.queueId) return;
+  el.leave.disabled = true;
+  try {
+    const r = await api('DELETE', `/events/${enc(state.eventId)}/queue/${enc(state.queueId)}`);
+    if (r.status === 204 || r.status === 404) {
+      endQueue('left', 'You left the queue.', 'Join the queue again');
+      notify('You left the queue. Your place has gone to the next person.', 'success');
+      el.join.focus();
+    } else {
+      notify(problem(r).message, 'error');
+    }
+  } catch {
+    notify(`${UNREACHABLE} you are still in the queue.`, 'error');
+  } finally {
+    el.leave.disabled = false;
+  }
+}
+
+/** The admission's end time passed while choosing: ask the server what we are now. */
+function admissionMayHaveEnded() {
+  if (state.phase === 'choosing') pollQueue();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The seat map
+
+function enterSeats({ announce = true } = {}) {
+  const wasChoosing = state.phase === 'choosing' || state.phase === 'holding';
+  setPhase('choosing');
+  if (!wasChoosing) {
+    if (announce) notify('You are in! Choose up to 4 seats and hold them.', 'success');
+    focusHeading(el.seatsHeading);
+  }
+  refreshSeats();
+}
+
+function scheduleSeatRefresh() {
+  later('seats', SEAT_REFRESH_MS, () => {
+    if (state.phase !== 'choosing') return;
+    if (document.visibilityState === 'hidden') {
+      scheduleSeatRefresh();
+      return;
+    }
+    refreshSeats();
+  });
+}
+
+async function refreshSeats({ announce = false } = {}) {
+  if (state.seatsLoading) return;
+  state.seatsLoading = true;
+  el.refresh.setAttribute('aria-busy', 'true');
+  try {
+    const r = await api('GET', `/events/${enc(state.eventId)}/seats`);
+    if (r.status === 200 && r.data && Array.isArray(r.data.seats)) {
+      applySeats(r.data.seats);
+      el.seatsUpdated.textContent = `Seat map updated at ${new Date().toLocaleTimeString()}.`;
+      if (announce) notify('Seat map refreshed.', 'info');
+    } else if (r.status === 503) {
+      el.seatsUpdated.textContent = 'The service is busy; the seat map will refresh shortly.';
+    } else {
+      notify(`Could not load the seat map. ${problem(r).message}`, 'error');
+    }
+  } catch {
+    el.seatsUpdated.textContent = 'Cannot reach the server; the seat map may be out of date.';
+  } finally {
+    state.seatsLoading = false;
+    el.refresh.removeAttribute('aria-busy');
+    el.seatmap.setAttribute('aria-busy', 'false');
+    if (state.phase === 'choosing') scheduleSeatRefresh();
+  }
+}
+
+function effectiveStatus(seat) {
+  const until = state.justTaken.get(seat.seatId);
+  if (until !== undefined) {
+    if (until > Date.now() && seat.status === 'AVAILABLE') return 'HELD';
+    if (until <= Date.now()) state.justTaken.delete(seat.seatId);
+  }
+  return seat.status;
+}
+
+function applySeats(seats) {
+  state.seats = seats.map((s) => ({
+    seatId: String(s.seatId),
+    section: String(s.section ?? ''),
+    price: Number(s.price) || 0,
+    currency: String(s.currency ?? state.currency),
+    status: ['AVAILABLE', 'HELD', 'SOLD'].includes(s.status) ? s.status : 'HELD',
+  }));
+  state.seatById = new Map(state.seats.map((s) => [s.seatId, s]));
+
+  // Seats that were chosen but are no longer available.
+  const lost = state.chosen.filter((id) => {
+    const seat = state.seatById.get(id);
+    return !seat || effectiveStatus(seat) !== 'AVAILABLE';
+  });
+  if (lost.length) {
+    state.chosen = state.chosen.filter((id) => !lost.includes(id));
+    notify(`${lost.length === 1 ? 'Seat' : 'Seats'} ${listIds(lost)} ${lost.length === 1 ? 'was' : 'were'} just taken by someone else and removed from your choice.`, 'error');
+  }
+
+  const layoutKey = state.seats.map((s) => `${s.seatId}|${s.section}|${s.price}|${s.currency}`).join(',');
+  if (layoutKey !== state.seatLayoutKey) {
+    buildSeatMap();
+    state.seatLayoutKey = layoutKey;
+  }
+  updateSeatButtons();
+  updateSelection();
+}
+
+/** Demo seat ids are SECTION-ROW-NUMBER (FLR-A-07): rows by the middle part; otherwise a grid. */
+function seatParts(seatId) {
+  const parts = seatId.split('-');
+  return parts.length === 3 ? { row: parts[1], number: parts[2] } : null;
+}
+
+function buildSeatMap() {
+  const hadFocus = document.activeElement?.dataset?.seatId;
+  const sections = new Map();
+  for (const seat of state.seats) {
+    if (!sections.has(seat.section)) sections.set(seat.section, []);
+    sections.get(seat.section).push(seat);
+  }
+  const blocks = [];
+  let index = 0;
+  for (const [name, seats] of sections) {
+    index += 1;
+    const headingId = `section-${index}`;
+    const prices = [...new Set(seats.map((s) => s.price))].sort((a, b) => a - b);
+    const currency = seats[0].currency;
+    const priceText = prices.length === 1 ? money(prices[0], currency) : `from ${money(prices[0], currency)}`;
+    const heading = h('h3', { id: headingId, class: 'section-heading' },
+      h('span', { class: 'section-name' }, name || 'Seats'),
+      h('span', { class: 'section-price' }, priceText));
+    const availability = h('p', { class: 'section-availability hint', dataset: { section: name } });
+
+    let body;
+    if (seats.every((s) => seatParts(s.seatId))) {
+      const rows = new Map();
+      for (const seat of seats) {
+        const { row } = seatParts(seat.seatId);
+        if (!rows.has(row)) rows.set(row, []);
+        rows.get(row).push(seat);
+      }
+      // One line per row, as in the venue; on a narrow screen the section scrolls sideways.
+      body = h('div', { class: 'rows', tabindex: '0', 'aria-labelledby': headingId }, [...rows].map(([row, rowSeats], r) => {
+        const labelId = `${headingId}-row-${r + 1}`;
+        return h('div', { class: 'seat-row', role: 'group', 'aria-labelledby': `${labelId}` },
+          h('span', { class: 'row-label', id: labelId }, h('span', { class: 'visually-hidden' }, `${name}, row `), row),
+          h('div', { class: 'row-seats' }, rowSeats.map((seat) => seatButton(seat, seatParts(seat.seatId).number))));
+      }));
+    } else {
+      body = h('div', { class: 'seat-grid' }, seats.map((seat) => seatButton(seat, seat.seatId)));
+    }
+    const scrollHint = body.classList.contains('rows')
+      ? h('p', { class: 'hint scroll-hint' }, 'Scroll sideways to see whole rows.')
+      : null;
+    blocks.push(h('section', { class: 'seat-section', id: `section-block-${index}`, 'aria-labelledby': headingId }, heading, availability, scrollHint, body));
+  }
+  const nav = sections.size > 1
+    ? h('nav', { 'aria-label': 'Sections' }, h('ul', { class: 'section-nav' }, [...sections].map(([name, seats], i) =>
+      h('li', {}, h('a', { href: `#section-block-${i + 1}` }, `${name || 'Seats'} · ${money(Math.min(...seats.map((s) => s.price)), seats[0].currency)}`)))))
+    : null;
+  el.seatmap.replaceChildren(...(nav ? [nav] : []), ...blocks);
+  if (hadFocus) el.seatmap.querySelector(`[data-seat-id="${CSS.escape(hadFocus)}"]`)?.focus();
+}
+
+function seatButton(seat, label) {
+  return h('button', {
+    type: 'button',
+    class: 'seat',
+    dataset: { seatId: seat.seatId },
+    'aria-pressed': 'false',
+    onclick: () => toggleSeat(seat.seatId),
+  }, h('span', { class: 'seat-mark', 'aria-hidden': 'true' }), h('span', { class: 'seat-num' }, label));
+}
+
+const STATUS_WORDS = { AVAILABLE: 'available', HELD: 'held by someone else', SOLD: 'sold' };
+
+function updateSeatButtons() {
+  const availableBySection = new Map();
+  for (const button of el.seatmap.querySelectorAll('button.seat')) {
+    const seat = state.seatById.get(button.dataset.seatId);
+    if (!seat) continue;
+    const status = effectiveStatus(seat);
+    const chosen = state.chosen.includes(seat.seatId);
+    const count = availableBySection.get(seat.section) ?? [0, 0];
+    count[1] += 1;
+    if (status === 'AVAILABLE') count[0] += 1;
+    availableBySection.set(seat.section, count);
+
+    const justTaken = state.justTaken.has(seat.seatId);
+    const signature = `${status}|${chosen}|${justTaken}`;
+    if (button.dataset.signature === signature) continue;
+    button.dataset.signature = signature;
+    button.dataset.status = status.toLowerCase();
+    button.dataset.chosen = String(chosen);
+    if (justTaken) button.dataset.justTaken = 'true';
+    else delete button.dataset.justTaken;
+    button.disabled = status !== 'AVAILABLE';
+    button.setAttribute('aria-pressed', String(chosen));
+    button.setAttribute('aria-label',
+      `Seat ${seat.seatId}, ${seat.section}, ${money(seat.price, seat.currency, 'name')}, ${STATUS_WORDS[status]}`);
+    button.querySelector('.seat-mark').textContent = chosen ? '✓' : status === 'SOLD' ? '✕' : '';
+    button.title = `${seat.seatId}: ${chosen ? 'your choice' : STATUS_WORDS[status]}`;
+  }
+  for (const p of el.seatmap.querySelectorAll('.section-availability')) {
+    const [available, total] = availableBySection.get(p.dataset.section) ?? [0, 0];
+    p.textContent = available === 0 ? `Sold out or held (${total} seats).` : `${available} of ${total} seats available.`;
+  }
+}
+
+function toggleSeat(seatId) {
+  if (state.phase !== 'choosing') return;
+  const seat = state.seatById.get(seatId);
+  if (!seat || effectiveStatus(seat) !== 'AVAILABLE') return;
+  if (state.chosen.includes(seatId)) {
+    state.chosen = state.chosen.filter((id) => id !== seatId);
+  } else if (state.chosen.length >= MAX_SEATS) {
+    notify(`You can hold at most ${MAX_SEATS} seats at once. Unselect a seat before choosing ${seatId}.`, 'error');
+    return;
+  } else {
+    state.chosen = [...state.chosen, seatId];
+  }
+  updateSeatButtons();
+  updateSelection();
+}
+
+function chosenTotal() {
+  const seats = state.chosen.map((id) => state.seatById.get(id)).filter(Boolean);
+  if (!seats.length) return null;
+  const currency = seats[0].currency;
+  if (seats.some((s) => s.currency !== currency)) return null;
+  return money(seats.reduce((sum, s) => sum + s.price, 0), currency);
+}
+
+function updateSelection() {
+  if (!state.chosen.length) {
+    el.selection.textContent = 'No seats chosen yet.';
+  } else {
+    const total = chosenTotal();
+    el.selection.textContent = `${plural(state.chosen.length, 'seat', 'seats')} chosen: ${listIds(state.chosen)}.${total ? ` Total ${total}.` : ''}`;
+  }
+  updateHoldButton();
+}
+
+function updateHoldButton() {
+  if (state.phase === 'holding') el.hold.textContent = 'Holding…';
+  else el.hold.textContent = state.chosen.length ? `Hold ${plural(state.chosen.length, 'seat', 'seats')}` : 'Hold seats';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Holding
+
+async function holdSeats() {
+  if (state.phase !== 'choosing') return;
+  if (!state.chosen.length) {
+    notify('Choose at least one seat first.', 'error');
+    return;
+  }
+  const seatIds = [...state.chosen];
+  setPhase('holding');
+  for (let attempt = 1; ; attempt += 1) {
+    let r;
+    try {
+      r = await api('POST', `/events/${enc(state.eventId)}/holds`, {
+        body: { seatIds },
+        headers: { 'X-Queue-Token': state.accessToken ?? '' },
+      });
+    } catch {
+      if (attempt < 3) {
+        notify(`${UNREACHABLE} retrying in 3 seconds.`, 'error');
+        await sleep(3000);
+        continue;
+      }
+      notify(`${UNREACHABLE} nothing was held. Try again.`, 'error');
+      setPhase('choosing');
+      return;
+    }
+    if (r.status === 201 && r.data) {
+      noteServerDate(r.date);
+      state.chosen = [];
+      showOrder(r.data);
+      return;
+    }
+    if (r.status === 503 && attempt < 6) {
+      // Safe to repeat with the same seats: a hold that was written comes back as the same order.
+      const s = r.retryAfter ?? 2;
+      notify(`The service is busy, retrying in ${plural(s, 'second', 'seconds')}…`, 'info');
+      await sleep(withJitter(s));
+      continue;
+    }
+    holdRefused(r);
+    return;
+  }
+}
+
+function holdRefused(r) {
+  const p = problem(r);
+  switch (p.code) {
+    case 'seats_unavailable': {
+      // Nothing was held. The body names exactly the seats that are taken (error.seatIds).
+      const taken = p.seatIds.length ? p.seatIds : [];
+      const until = Date.now() + JUST_TAKEN_MS;
+      for (const id of taken) {
+        state.justTaken.set(id, until);
+        const seat = state.seatById.get(id);
+        if (seat && seat.status === 'AVAILABLE') seat.status = 'HELD';
+      }
+      state.chosen = state.chosen.filter((id) => !taken.includes(id));
+      const kept = state.chosen;
+      const takenText = taken.length
+        ? `Sorry, ${taken.length === 1 ? 'seat' : 'seats'} ${listIds(taken)} ${taken.length === 1 ? 'was' : 'were'} just taken by someone else.`
+        : 'Sorry, some of those seats were just taken by someone else.';
+      const keptText = kept.length
+        ? ` Nothing was held; your other ${kept.length === 1 ? 'choice' : 'choices'} (${listIds(kept)}) ${kept.length === 1 ? 'is' : 'are'} kept. Hold again when ready.`
+        : ' Nothing was held. Please choose other seats.';
+      setPhase('choosing');
+      updateSeatButtons();
+      updateSelection();
+      notify(takenText + keptText, 'error');
+      el.message.dataset.code = 'seats_unavailable';
+      refreshSeats();
+      return;
+    }
+    case 'price_changed':
+      setPhase('choosing');
+      notify(`${p.message} Check the prices and hold again.`, 'error');
+      refreshSeats();
+      return;
+    case 'access_denied':
+      endQueue('expired', 'Your turn has ended. Join the queue again to get a new place.', 'Join the queue again');
+      notify(`${p.message}`, 'error');
+      return;
+    case 'hold_exists':
+      setPhase('choosing');
+      notify(`${p.message} If you released them in another tab, wait a moment and try again.`, 'error');
+      return;
+    default:
+      setPhase('choosing');
+      notify(p.message, 'error');
+      if (p.code === 'unknown_seats') {
+        state.chosen = state.chosen.filter((id) => !p.seatIds.includes(id));
+        refreshSeats();
+      }
+  }
+}
+
+function showOrder(order, { announce = true } = {}) {
+  state.order = order;
+  state.warnedOneMinute = false;
+  saveSession({ orderId: order.orderId });
+  const seats = Array.isArray(order.seatIds) ? order.seatIds : [];
+  el.orderDetails.replaceChildren(
+    h('dt', {}, 'Seats'), h('dd', {}, h('ul', { class: 'seat-list' }, seats.map((id) => h('li', { dataset: { seatId: id } }, id)))),
+    h('dt', {}, 'Total'), h('dd', { class: 'amount' }, money(order.amount, order.currency)),
+    h('dt', {}, 'Order number'), h('dd', {}, h('code', { class: 'order-id' }, order.orderId)),
+    h('dt', {}, 'Status'), h('dd', { id: 'order-status' }, 'Held, waiting for payment'),
+  );
+  el.order.dataset.orderId = order.orderId;
+  el.pay.textContent = `Pay ${money(order.amount, order.currency)}`;
+  if (el.status.dataset.status === 'admitted') setQueueStatus('admitted', 'It is your turn, and your seats are held: pay before the timer runs out.');
+  el.orderState.textContent = '';
+  setPhase('held');
+  tickCountdown();
+  if (announce) {
+    notify(`${plural(seats.length, 'seat is', 'seats are')} held for you: ${listIds(seats)}. Pay before the timer runs out.`, 'success');
+  }
+  focusHeading(el.orderHeading);
+}
+
+function tickCountdown() {
+  if (state.phase !== 'held' || !state.order) return;
+  const left = Math.min(Date.parse(state.order.expiresAt) - serverNow(), state.holdSeconds * 1000);
+  el.countdown.textContent = mmss(left);
+  el.countdown.dataset.urgent = String(left <= 60000);
+  if (left <= 0) {
+    holdLapsed();
+    return;
+  }
+  if (left <= 60000 && !state.warnedOneMinute) {
+    state.warnedOneMinute = true;
+    notify('Less than one minute left to pay for your seats.', 'info');
+  }
+  later('countdown', ((left - 1) % 1000) + 1, tickCountdown);
+}
+
+function holdLapsed() {
+  const seats = state.order?.seatIds ?? [];
+  state.order = null;
+  saveSession({ orderId: null });
+  el.countdown.textContent = '00:00';
+  notify(`Your hold on ${listIds(seats)} lapsed before payment; the seats may go to someone else. Choose again.`, 'error');
+  // Are we still admitted? Polling tells (and brings back the access token after a reload).
+  if (state.queueId) {
+    setPhase('choosing');
+    pollQueue();
+  } else {
+    endQueue('idle', 'You are not in the queue.', 'Join the queue');
+  }
+}
+
+async function releaseHold() {
+  const order = state.order;
+  if (!order) return;
+  el.release.disabled = true;
+  el.pay.disabled = true;
+  try {
+    const r = await api('DELETE', `/events/${enc(state.eventId)}/holds/${enc(order.orderId)}`);
+    if (r.status === 204) {
+      state.order = null;
+      saveSession({ orderId: null });
+      notify(`Released ${listIds(order.seatIds)}. The seats are free for others again.`, 'success');
+      if (state.accessToken) enterSeats({ announce: false });
+      else if (state.queueId) { setPhase('choosing'); pollQueue(); }
+      else endQueue('idle', 'You are not in the queue.', 'Join the queue');
+      return;
+    }
+    const p = problem(r);
+    notify(p.message, 'error');
+    if (p.code === 'order_not_pending' || r.status === 404) await checkOrderAfterRefusal(order);
+  } catch {
+    notify(`${UNREACHABLE} your seats are still held.`, 'error');
+  } finally {
+    el.release.disabled = state.phase === 'paying';
+    el.pay.disabled = state.phase === 'paying';
+  }
+}
+
+async function checkOrderAfterRefusal(order) {
+  try {
+    const r = await api('GET', `/orders/${enc(order.orderId)}`);
+    if (r.status === 200 && r.data?.status === 'PAID') {
+      setPhase('paid');
+      waitForTicket();
+    } else if (r.status === 200 && r.data?.status !== 'PENDING') {
+      holdLapsed();
+    }
+  } catch {
+    /* leave it as it is */
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paying (the simulated provider) and the ticket
+
+async function pay() {
+  const order = state.order;
+  if (!order || state.phase !== 'held') return;
+  setPhase('paying');
+  el.countdown.textContent = '--:--';
+  el.orderState.textContent = 'Sending your payment…';
+  let r;
+  try {
+    r = await api('POST', '/dev/payments', {
+      body: { orderId: order.orderId, amount: order.amount, currency: order.currency },
+    });
+  } catch {
+    setPhase('held');
+    tickCountdown();
+    el.orderState.textContent = '';
+    notify(`${UNREACHABLE} you were not charged. Try again.`, 'error');
+    return;
+  }
+  if (r.status !== 202 && r.status !== 200 && r.status !== 201) {
+    setPhase('held');
+    tickCountdown();
+    el.orderState.textContent = '';
+    notify(`The payment could not be started. ${problem(r).message}`, 'error');
+    return;
+  }
+  el.orderState.textContent = 'Payment sent. Waiting for the payment provider to confirm…';
+  notify('Payment sent; waiting for confirmation.', 'info');
+  watchOrder(order, Date.now());
+}
+
+async function watchOrder(order, startedAt) {
+  let delay = ORDER_POLL_MS;
+  try {
+    const r = await api('GET', `/orders/${enc(order.orderId)}`);
+    if (r.status === 200 && r.data) {
+      const status = r.data.status;
+      const statusCell = document.getElementById('order-status');
+      if (status === 'PAID') {
+        if (statusCell) statusCell.textContent = 'Paid';
+        state.order = r.data;
+        saveSession({ queueId: null }); // a paid order ends the admission
+        state.accessToken = null;
+        cancel('admission');
+        setQueueStatus('done', 'You have finished: your order is paid.');
+        setPhase('paid');
+        notify('Payment confirmed! Your ticket is being issued.', 'success');
+        focusHeading(el.ticketHeading);
+        waitForTicket();
+        return;
+      }
+      if (status === 'REFUND_REQUIRED') {
+        saveSession({ orderId: null, queueId: null });
+        state.accessToken = null;
+        cancel('admission');
+        setQueueStatus('done', 'Your payment is being refunded.');
+        el.ticketHeading.textContent = 'Refund on its way';
+        setPhase('paid');
+        el.ticketWait.textContent = 'Your payment arrived after your hold lapsed, and a seat had gone to someone else in the meantime. Nothing was sold, and your payment will be refunded in full.';
+        el.again.hidden = false;
+        notify('Your payment came too late for these seats. A refund is on its way.', 'error');
+        focusHeading(el.ticketHeading);
+        return;
+      }
+      if (statusCell) statusCell.textContent = `Payment processing (${status.toLowerCase()})`;
+    } else if (r.status === 503) {
+      delay = (r.retryAfter ?? 1) * 1000;
+    } else {
+      el.orderState.textContent = `Checking the order failed: ${problem(r).message} Still trying…`;
+    }
+  } catch {
+    el.orderState.textContent = 'Cannot reach the server; still waiting for the payment confirmation…';
+  }
+  if (Date.now() - startedAt > 60000) {
+    el.orderState.textContent = 'The payment is taking longer than usual. You will not be charged twice; still checking…';
+    delay = Math.max(delay, 5000);
+  }
+  later('order', delay, () => watchOrder(order, startedAt));
+}
+
+async function waitForTicket(startedAt = Date.now()) {
+  const order = state.order;
+  if (!order) return;
+  el.ticketWait.textContent = 'Issuing your ticket… this takes a few seconds.';
+  let delay = TICKET_POLL_MS;
+  try {
+    const r = await api('GET', `/dev/tickets/${enc(order.orderId)}`);
+    if (r.status === 200 && r.data?.ticket) {
+      showTicket(r.data.ticket);
+      return;
+    }
+    if (r.status === 503) delay = (r.retryAfter ?? 1) * 1000;
+    else if (r.status !== 404) el.ticketWait.textContent = `Still issuing your ticket (${problem(r).message})`;
+  } catch {
+    el.ticketWait.textContent = 'Cannot reach the server; still waiting for your ticket…';
+  }
+  if (Date.now() - startedAt > 60000) {
+    el.ticketWait.textContent = 'Your order is paid. The ticket is taking longer than usual to arrive; still checking…';
+    delay = Math.max(delay, 5000);
+  }
+  later('ticket', delay, () => waitForTicket(startedAt));
+}
+
+function showTicket(ticket) {
+  saveSession({ orderId: null });
+  const seats = Array.isArray(ticket.seatIds) ? ticket.seatIds : [];
+  const issued = new Date(ticket.occurredAt);
+  el.ticket.dataset.orderId = ticket.orderId;
+  el.ticket.replaceChildren(
+    h('p', { class: 'ticket-kicker' }, h('span', { 'aria-hidden': 'true' }, '✓ '), 'Ticket issued'),
+    h('p', { class: 'ticket-event' }, state.eventName || `Event ${ticket.eventId}`),
+    h('dl', { class: 'details' },
+      h('dt', {}, plural(seats.length, 'Seat', 'Seats').replace(/^\d+ /, '')),
+      h('dd', {}, h('ul', { class: 'seat-list ticket-seats' }, seats.map((id) => h('li', { dataset: { seatId: id } }, id)))),
+      h('dt', {}, 'Amount paid'), h('dd', { class: 'amount' }, money(ticket.amount, ticket.currency)),
+      h('dt', {}, 'Name'), h('dd', {}, ticket.customerId),
+      h('dt', {}, 'Order number'), h('dd', {}, h('code', { class: 'order-id' }, ticket.orderId)),
+      h('dt', {}, 'Issued at'), h('dd', {}, h('time', { datetime: ticket.occurredAt },
+        Number.isNaN(issued.getTime()) ? ticket.occurredAt : dateTimeFormat.format(issued))),
+    ),
+  );
+  el.ticket.hidden = false;
+  el.ticketWait.textContent = '';
+  el.again.hidden = false;
+  notify(`Your ticket is issued: ${listIds(seats)}. Enjoy the show!`, 'success');
+}
+
+function startOver() {
+  state.order = null;
+  state.queueId = null;
+  state.chosen = [];
+  saveSession({ orderId: null, queueId: null });
+  el.ticket.hidden = true;
+  el.again.hidden = true;
+  el.ticketHeading.textContent = 'Your ticket';
+  el.ticketWait.textContent = '';
+  el.join.textContent = 'Join the queue';
+  setQueueStatus('idle', 'You are not in the queue yet.');
+  setPhase('idle');
+  clearNotice();
+  el.join.focus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wiring
+
+function validateCustomer({ resumeSession = true } = {}) {
+  const value = el.customer.value.trim();
+  const ok = CUSTOMER_RE.test(value);
+  el.customer.setAttribute('aria-invalid', String(!ok));
+  if (!ok) {
+    notify('Your name must be 1-128 letters, digits or symbols, without spaces.', 'error');
+    return false;
+  }
+  if (value !== el.customer.value) el.customer.value = value;
+  if (value !== state.customer) {
+    setCustomer(value);
+    state.queueId = null;
+    if (resumeSession) resume();
+  }
+  return true;
+}
+
+el.customer.addEventListener('change', () => validateCustomer());
+el.join.addEventListener('click', join);
+el.leave.addEventListener('click', leave);
+el.hold.addEventListener('click', holdSeats);
+el.refresh.addEventListener('click', () => refreshSeats({ announce: true }));
+el.release.addEventListener('click', releaseHold);
+el.pay.addEventListener('click', pay);
+el.again.addEventListener('click', startOver);
+el.dismiss.addEventListener('click', () => {
+  // The button disappears with the notice: put focus on the heading of what is showing.
+  const active = [el.ticketSection, el.order, el.seats].find((section) => !section.hidden);
+  clearNotice();
+  (active?.querySelector('h2') ?? el.queueHeading).focus({ preventScroll: true });
+});
+
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState !== 'visible') return;
+  if (state.phase === 'waiting' && state.pollDeferred) {
+    state.pollDeferred = false;
+    pollQueue();
+  }
+  if (state.phase === 'held') tickCountdown();
+});
+
+start();
