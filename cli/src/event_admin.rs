@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use lineup::event_settings::{EventSettings, QueueState};
 use lineup::ids::EventId;
 use lineup::ledger::dynamo::DynamoLedger;
-use lineup::ledger::NewSeat;
+use lineup::ledger::{NewSeat, SeatLedger, SeatStatus};
 use lineup::queue::EventSettingsStore;
 use lineup::LineupError;
 
@@ -60,6 +60,8 @@ fn parse_opens_at(raw: &str) -> Result<OpensAt, String> {
 pub enum AdminError {
     #[error("no event {0} is configured in the queue store")]
     UnknownEvent(String),
+    #[error("event {event} has {in_use} seats held or sold; seeding it again would put them back on sale")]
+    SeatsInUse { event: String, in_use: usize },
     #[error("max active and rate must be at least 1")]
     ZeroLimit,
     #[error(transparent)]
@@ -91,13 +93,27 @@ impl SettingsChange {
     }
 }
 
-/// Writes the seats (all AVAILABLE). Re-seeding overwrites seats with the same ids, so seed an
-/// event before it goes on sale, never during.
+/// Writes the seats (all AVAILABLE). Seeding overwrites seats with the same ids, so it is
+/// refused while any of the event's seats is held or sold: re-seeding a live on-sale would put
+/// sold seats back on sale.
 pub async fn seed(
     ledger: &DynamoLedger,
     event: &EventId,
     seats: &[NewSeat],
+    now: SystemTime,
 ) -> Result<(), AdminError> {
+    let in_use = ledger
+        .seat_map(event, now)
+        .await?
+        .iter()
+        .filter(|seat| seat.status != SeatStatus::Available)
+        .count();
+    if in_use > 0 {
+        return Err(AdminError::SeatsInUse {
+            event: event.as_str().to_owned(),
+            in_use,
+        });
+    }
     ledger.seed_seats(event, seats).await?;
     tracing::info!(event = %event, seats = seats.len(), "seats seeded");
     Ok(())

@@ -50,7 +50,7 @@ async fn seed(args: SeedArgs) -> Result<(), Failure> {
     if args.create_tables {
         create_tables(ledger.client(), ledger.tables()).await?;
     }
-    event_admin::seed(&ledger, &event, &seats).await?;
+    event_admin::seed(&ledger, &event, &seats, SystemTime::now()).await?;
     println!("seeded {} seats for event {event}", seats.len());
     Ok(())
 }

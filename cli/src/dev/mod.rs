@@ -250,7 +250,7 @@ async fn serve(
         "lineup dev: seeding {} seats for event {event}",
         seats.len()
     );
-    event_admin::seed(&ledger, &event, seats).await?;
+    event_admin::seed(&ledger, &event, seats, SystemTime::now()).await?;
     let opened = event_admin::open(
         &queue()?,
         &event,
