@@ -95,7 +95,7 @@ ls target/browser/*.png
 stop_dev
 
 echo "==> lineup simulate --users $SIM_USERS --seats $SIM_SEATS (dev server with 20 s holds, sweep every 2 s)"
-start_dev target/e2e/dev-simulate.log target/debug/lineup dev --hold-seconds 20 --expire-every-seconds 2
-target/debug/lineup simulate --users "$SIM_USERS" --seats "$SIM_SEATS" --api "http://127.0.0.1:$API_PORT" --no-progress \
+start_dev target/e2e/dev-simulate.log target/debug/lineup dev --hold-seconds 20 --expire-every-seconds 2 --seats 100
+target/debug/lineup simulate --users "$SIM_USERS" --seats "$SIM_SEATS" --api "http://127.0.0.1:$API_PORT" \
   | tee target/e2e/simulate-report.txt
 stop_dev

@@ -6,12 +6,16 @@ writes (measured: see DESIGN.md, "Local stack"). Real DynamoDB serialises confli
 one lock around every request whose X-Amz-Target starts with "DynamoDB" gives the emulator the
 same guarantee, so the race tests check Lineup's conditions and not moto's thread safety.
 
+It also keeps a table's stream shard when moto rolls back a cancelled transaction (see
+`keep_stream_shards_on_rollback`).
+
 Usage: python scripts/moto_server.py --port 5005
 """
 
 import argparse
 import threading
 
+from moto.dynamodb.models import DynamoDBBackend
 from moto.server import DomainDispatcherApplication, create_backend_app
 from werkzeug import serving
 
@@ -38,11 +42,42 @@ class SerialisedDynamoDB:
         return [body]
 
 
+def keep_stream_shards_on_rollback():
+    """moto rolls a cancelled TransactWriteItems back by putting deep copies of the tables in
+    place of the originals, stream shard included. A shard iterator handed out before then still
+    reads the discarded shard, which holds the cancelled transaction's writes: a stream reader
+    sees records that never happened (AWS never streams a cancelled transaction), and their
+    sequence numbers are then reused by the next real writes. Measured: `lineup simulate` with
+    duplicate webhooks published "ticket issued" for a replayed confirm and lost the next sale.
+    Here the original shard object is kept, cut back to what it held before the transaction."""
+    transact = DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self, transact_items):
+        shards = {
+            name: (table.stream_shard, len(table.stream_shard.items))
+            for name, table in self.tables.items()
+            if table.stream_shard is not None
+        }
+        try:
+            return transact(self, transact_items)
+        except Exception:
+            for name, (shard, length) in shards.items():
+                del shard.items[length:]
+                table = self.tables.get(name)
+                if table is not None and table.stream_shard is not shard:
+                    table.stream_shard = shard
+                    shard.table = table
+            raise
+
+    DynamoDBBackend.transact_write_items = transact_write_items
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5005)
     args = parser.parse_args()
+    keep_stream_shards_on_rollback()
     app = SerialisedDynamoDB(DomainDispatcherApplication(create_backend_app))
     # Race tests open hundreds of connections at once; werkzeug's default listen backlog (128)
     # overflows and clients see connect timeouts. The kernel caps this at net.core.somaxconn.

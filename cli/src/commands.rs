@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use crate::dev::DevArgs;
 use crate::endpoints::EndpointArgs;
 use crate::event_admin::SettingsChange;
+use crate::simulate::SimulateArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,7 +31,8 @@ pub enum Command {
         #[command(subcommand)]
         action: EventAction,
     },
-    // SIMULATE-WIRING
+    /// Drive a crowd of simulated customers through the local API and check the invariants.
+    Simulate(SimulateArgs),
 }
 
 #[derive(Debug, clap::Args)]

@@ -98,7 +98,8 @@ pub fn dynamodb_streams(settings: &AwsSettings) -> aws_sdk_dynamodbstreams::Clie
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(settings.region.clone()))
         .credentials_provider(settings.credentials.clone())
-        .http_client(lineup::aws::http_client());
+        .http_client(lineup::aws::http_client())
+        .timeout_config(lineup::aws::timeouts(settings));
     if let Some(endpoint) = &settings.endpoint_url {
         config = config.endpoint_url(endpoint);
     }

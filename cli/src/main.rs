@@ -8,7 +8,7 @@ use lineup::ids::EventId;
 use lineup::ledger::dynamo::tables::create_tables;
 use lineup::queue::EventSettingsStore;
 use lineup_cli::commands::{Cli, Command, EventAction, SeedArgs};
-use lineup_cli::{dev, event_admin, venue};
+use lineup_cli::{dev, event_admin, simulate, venue};
 
 type Failure = Box<dyn std::error::Error>;
 
@@ -34,6 +34,14 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Dev(args) => dev::run(args).await?,
         Command::Seed(args) => seed(args).await?,
         Command::Event { action } => event(action).await?,
+        Command::Simulate(args) => {
+            let report = simulate::run(args).await?;
+            report.print();
+            if !report.invariants_hold() {
+                eprintln!("simulate: an invariant does not hold");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -137,6 +137,11 @@ pub async fn read_all(streams: &StreamsClient, arn: &str) -> Result<Vec<Value>, 
 }
 
 /// Follows the stream from its start, handing each new batch to the `outbox-stream` handler.
+///
+/// Each pass asks for a fresh shard iterator from where the last one ended instead of following
+/// `NextShardIterator`: moto replaces a table's stream shard when it rolls back a cancelled
+/// transaction (a duplicate webhook, a refund), and an old iterator chain then reads the dead
+/// shard, missing every later record. Positions by sequence number survive that.
 pub struct OutboxPump {
     pub streams: StreamsClient,
     pub stream_arn: String,
@@ -144,88 +149,117 @@ pub struct OutboxPump {
     pub poll_every: Duration,
 }
 
+/// Where to read a shard from next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Position {
+    /// Nothing handed over yet: from the oldest record.
+    Start,
+    /// Everything up to and including this sequence number was delivered.
+    After(String),
+    /// A batch failed from this record on: hand it over again from here.
+    At(String),
+}
+
 impl OutboxPump {
     /// Runs until the task is dropped. Errors reading the stream are logged and retried.
     pub async fn run(self) {
-        let mut positions: HashMap<String, Option<String>> = HashMap::new();
+        let mut positions: HashMap<String, Position> = HashMap::new();
         let mut interval = tokio::time::interval(self.poll_every);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             interval.tick().await;
             if let Err(error) = self.pump_once(&mut positions).await {
                 tracing::warn!(error = %error, source = ?std::error::Error::source(&error), "outbox pump: reading the stream failed; retrying");
-                positions.clear();
             }
         }
     }
 
-    /// One pass over every shard. `positions` holds each shard's next iterator.
-    async fn pump_once(
-        &self,
-        positions: &mut HashMap<String, Option<String>>,
-    ) -> Result<(), PumpError> {
-        if positions.is_empty() {
-            for shard in shard_ids(&self.streams, &self.stream_arn).await? {
-                let start = iterator(&self.streams, &self.stream_arn, &shard, None).await?;
-                positions.insert(shard, start);
-            }
-        }
-        for (shard, position) in positions.iter_mut() {
-            let Some(current) = position.clone() else {
+    /// One pass over every shard: at most one batch from each.
+    async fn pump_once(&self, positions: &mut HashMap<String, Position>) -> Result<(), PumpError> {
+        for shard in shard_ids(&self.streams, &self.stream_arn).await? {
+            let position = positions.entry(shard.clone()).or_insert(Position::Start);
+            let request = self
+                .streams
+                .get_shard_iterator()
+                .stream_arn(&self.stream_arn)
+                .shard_id(&shard);
+            let request = match &*position {
+                Position::Start => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
+                Position::After(sequence) => request
+                    .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
+                    .sequence_number(sequence),
+                Position::At(sequence) => request
+                    .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
+                    .sequence_number(sequence),
+            };
+            let Some(iterator) = request
+                .send()
+                .await
+                .map_err(|source| PumpError::ShardIterator(Box::new(source)))?
+                .shard_iterator
+            else {
                 continue;
             };
             let page = self
                 .streams
                 .get_records()
-                .shard_iterator(current)
+                .shard_iterator(iterator)
                 .send()
                 .await
                 .map_err(|source| PumpError::GetRecords(Box::new(source)))?;
-            let next = page.next_shard_iterator.clone();
-            if page.records().is_empty() {
-                *position = next.or(position.take());
+            let Some(last) = page
+                .records()
+                .last()
+                .and_then(|record| record.dynamodb())
+                .and_then(|change| change.sequence_number())
+            else {
                 continue;
-            }
+            };
+            let last = last.to_owned();
             let records = page
                 .records()
                 .iter()
                 .map(|record| lambda_record(record, &self.stream_arn))
                 .collect::<Result<Vec<_>, _>>()?;
-            let count = records.len();
-            let invocation = lambda_runtime::LambdaEvent::new(
-                json!({ "Records": records }),
-                lambda_runtime::Context::default(),
-            );
-            match handle(self.publisher.as_ref(), invocation).await {
-                Ok(StreamBatchResponse {
-                    batch_item_failures,
-                }) if batch_item_failures.is_empty() => {
-                    tracing::debug!(records = count, "outbox pump: batch delivered");
-                    *position = next;
-                }
-                Ok(StreamBatchResponse {
-                    batch_item_failures,
-                }) => {
-                    // As the event source mapping does: resume from the lowest failed record.
-                    let lowest = batch_item_failures
-                        .iter()
-                        .map(|failure| failure.item_identifier.as_str())
-                        .min_by_key(|sequence| sequence.parse::<u128>().unwrap_or(u128::MAX))
-                        .unwrap_or_default()
-                        .to_owned();
-                    tracing::warn!(records = count, failed = batch_item_failures.len(), from = %lowest, "outbox pump: batch partly failed; handing it over again");
-                    *position =
-                        iterator(&self.streams, &self.stream_arn, shard, Some(&lowest)).await?;
-                }
-                Err(error) => {
-                    // The handler refused the whole batch (not a stream event): skip past it, as
-                    // a mapping would after its retries, and say so loudly.
-                    tracing::error!(error = %error, records = count, "outbox pump: the handler refused a batch");
-                    *position = next;
-                }
-            }
+            *position = self.deliver(records, last).await;
         }
         Ok(())
+    }
+
+    /// Hands one batch to the handler; returns where to read from next.
+    async fn deliver(&self, records: Vec<Value>, last: String) -> Position {
+        let count = records.len();
+        let invocation = lambda_runtime::LambdaEvent::new(
+            json!({ "Records": records }),
+            lambda_runtime::Context::default(),
+        );
+        match handle(self.publisher.as_ref(), invocation).await {
+            Ok(StreamBatchResponse {
+                batch_item_failures,
+            }) if batch_item_failures.is_empty() => {
+                tracing::debug!(records = count, "outbox pump: batch delivered");
+                Position::After(last)
+            }
+            Ok(StreamBatchResponse {
+                batch_item_failures,
+            }) => {
+                // As the event source mapping does: resume from the lowest failed record.
+                let lowest = batch_item_failures
+                    .iter()
+                    .map(|failure| failure.item_identifier.as_str())
+                    .min_by_key(|sequence| sequence.parse::<u128>().unwrap_or(u128::MAX))
+                    .unwrap_or_default()
+                    .to_owned();
+                tracing::warn!(records = count, failed = batch_item_failures.len(), from = %lowest, "outbox pump: batch partly failed; handing it over again");
+                Position::At(lowest)
+            }
+            Err(error) => {
+                // The handler refused the whole batch (not a stream event): skip past it, as a
+                // mapping would after its retries, and say so loudly.
+                tracing::error!(error = %error, records = count, "outbox pump: the handler refused a batch");
+                Position::After(last)
+            }
+        }
     }
 }
 

@@ -2,10 +2,11 @@
 //! keeps each message by order, and counts how many arrived per order, so the page can show the
 //! issued ticket and the simulation can check "one ticket message per paid order".
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use aws_sdk_sqs::types::DeleteMessageBatchRequestEntry;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -19,11 +20,22 @@ use super::api_gateway::error;
 #[serde(rename_all = "camelCase")]
 pub struct Ticket {
     pub order_id: String,
-    /// How many messages arrived for this order (one, unless something was sent twice).
-    pub messages: u32,
+    /// How many distinct SQS messages arrived for this order (one, unless it was sent twice).
+    pub messages: usize,
+    /// How many times a message for it was received: more than `messages` when SQS delivered
+    /// one again (at-least-once delivery; consumers must be idempotent on `outboxId`).
+    pub deliveries: u32,
+    /// The distinct outbox events the messages carried.
+    pub outbox_ids: Vec<String>,
     /// The first message's body.
     pub ticket: OutboxEvent,
+    #[serde(skip)]
+    message_ids: BTreeSet<String>,
 }
+
+/// How long a received message stays invisible to other receives: far longer than recording
+/// and deleting a batch takes, even on a busy emulator.
+const VISIBILITY_SECONDS: i32 = 300;
 
 #[derive(Clone, Default)]
 pub struct TicketDesk {
@@ -31,18 +43,27 @@ pub struct TicketDesk {
 }
 
 impl TicketDesk {
-    fn receive(&self, event: OutboxEvent) {
+    fn receive(&self, message_id: &str, event: OutboxEvent) {
         let Ok(mut tickets) = self.tickets.lock() else {
             return;
         };
-        tickets
+        let ticket = tickets
             .entry(event.order_id.clone())
-            .and_modify(|ticket| ticket.messages += 1)
             .or_insert_with(|| Ticket {
                 order_id: event.order_id.clone(),
-                messages: 1,
-                ticket: event,
+                messages: 0,
+                deliveries: 0,
+                outbox_ids: Vec::new(),
+                ticket: event.clone(),
+                message_ids: BTreeSet::new(),
             });
+        ticket.deliveries += 1;
+        if ticket.message_ids.insert(message_id.to_owned()) {
+            ticket.messages += 1;
+        }
+        if !ticket.outbox_ids.contains(&event.outbox_id) {
+            ticket.outbox_ids.push(event.outbox_id);
+        }
     }
 
     /// Receives, records and deletes messages until the task is dropped.
@@ -52,6 +73,7 @@ impl TicketDesk {
                 .receive_message()
                 .queue_url(&queue_url)
                 .max_number_of_messages(10)
+                .visibility_timeout(VISIBILITY_SECONDS)
                 .wait_time_seconds(1)
                 .send()
                 .await;
@@ -65,27 +87,48 @@ impl TicketDesk {
             };
             if messages.is_empty() {
                 tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
             }
-            for message in messages {
+            let mut deletes = Vec::new();
+            for (n, message) in messages.iter().enumerate() {
+                let message_id = message.message_id().unwrap_or_default();
                 match message.body().map(serde_json::from_str::<OutboxEvent>) {
                     Some(Ok(event)) => {
-                        tracing::info!(order = %event.order_id, kind = ?event.kind, "ticket desk: message received");
-                        self.receive(event);
+                        tracing::info!(order = %event.order_id, kind = ?event.kind, message_id, "ticket desk: message received");
+                        self.receive(message_id, event);
                     }
-                    _ => {
-                        tracing::error!(message_id = ?message.message_id(), "ticket desk: a message that is not an outbox event")
-                    }
+                    _ => tracing::error!(
+                        message_id,
+                        "ticket desk: a message that is not an outbox event"
+                    ),
                 }
                 if let Some(receipt) = message.receipt_handle() {
-                    if let Err(delete_error) = sqs
-                        .delete_message()
-                        .queue_url(&queue_url)
+                    let entry = DeleteMessageBatchRequestEntry::builder()
+                        .id(n.to_string())
                         .receipt_handle(receipt)
-                        .send()
-                        .await
-                    {
-                        tracing::warn!(error = %delete_error, "ticket desk: could not delete a message");
+                        .build();
+                    match entry {
+                        Ok(entry) => deletes.push(entry),
+                        Err(build_error) => {
+                            tracing::error!(error = %build_error, "ticket desk: cannot delete a message")
+                        }
                     }
+                }
+            }
+            let deleted = sqs
+                .delete_message_batch()
+                .queue_url(&queue_url)
+                .set_entries(Some(deletes))
+                .send()
+                .await;
+            match deleted {
+                Ok(output) if output.failed().is_empty() => {}
+                Ok(output) => tracing::warn!(
+                    failed = output.failed().len(),
+                    "ticket desk: some messages were not deleted; SQS will deliver them again"
+                ),
+                Err(delete_error) => {
+                    tracing::warn!(error = %delete_error, "ticket desk: could not delete messages; SQS will deliver them again")
                 }
             }
         }

@@ -1,0 +1,621 @@
+//! The HTTP side of the simulation: every route of `openapi.yaml` a customer uses, plus the
+//! `lineup dev` routes (payments, the ticket desk, the stack's whereabouts), through one shared
+//! connection pool. Each request is timed under its route key, a 503 is retried after its
+//! `Retry-After`, and each answer is turned into what the caller can act on.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use super::latency::LatencyRecorder;
+
+/// Route keys, as in the contract (and in the latency table).
+pub mod routes {
+    pub const JOIN: &str = "POST /events/{eventId}/queue";
+    pub const POLL: &str = "GET /events/{eventId}/queue/{queueId}";
+    pub const LEAVE: &str = "DELETE /events/{eventId}/queue/{queueId}";
+    pub const SEATS: &str = "GET /events/{eventId}/seats";
+    pub const HOLD: &str = "POST /events/{eventId}/holds";
+    pub const RELEASE: &str = "DELETE /events/{eventId}/holds/{orderId}";
+    pub const ORDER: &str = "GET /orders/{orderId}";
+    pub const PAY: &str = "POST /dev/payments";
+    pub const DEV_INFO: &str = "GET /dev/info";
+    pub const TICKETS: &str = "GET /dev/tickets";
+}
+
+/// How often a 503 is retried (after its `Retry-After`) before the call gives up.
+const UNAVAILABLE_ATTEMPTS: u32 = 10;
+/// How often a request that got no answer at all is sent again (only where repeating is safe).
+const NETWORK_ATTEMPTS: u32 = 3;
+/// Bound on one request: the emulator serialises DynamoDB requests, so a hold can queue a while.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why a call did not give an answer the caller expected.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("{route}: no answer from the server")]
+    Network {
+        route: &'static str,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("{route}: unexpected answer {status} {}", code.as_deref().unwrap_or("(no error code)"))]
+    Unexpected {
+        route: &'static str,
+        status: u16,
+        code: Option<String>,
+        body: String,
+    },
+    #[error("{route}: the answer is not the JSON the contract describes")]
+    Decode {
+        route: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{route}: still 503 after {attempts} attempts")]
+    Unavailable { route: &'static str, attempts: u32 },
+}
+
+impl CallError {
+    /// A short, stable description for grouping problems in the report (no error text inside).
+    pub fn kind(&self) -> String {
+        match self {
+            Self::Network { route, source } => {
+                let why = if source.is_timeout() {
+                    "timed out"
+                } else if source.is_connect() {
+                    "could not connect"
+                } else {
+                    "connection failed"
+                };
+                format!("{route}: no answer ({why})")
+            }
+            Self::Unexpected {
+                route,
+                status,
+                code,
+                ..
+            } => format!(
+                "{route}: HTTP {status} {}",
+                code.as_deref().unwrap_or("(no error code)")
+            ),
+            Self::Decode { route, .. } => format!("{route}: body not as documented"),
+            Self::Unavailable { route, .. } => format!("{route}: 503 until the retries ran out"),
+        }
+    }
+
+    /// The answer's body, when there was one (shown once per kind in the report).
+    pub fn body(&self) -> Option<&str> {
+        match self {
+            Self::Unexpected { body, .. } => Some(body),
+            _ => None,
+        }
+    }
+}
+
+/// One answer: status, `Retry-After` (seconds) if any, and the body text.
+#[derive(Debug)]
+pub struct Answer {
+    pub route: &'static str,
+    pub status: StatusCode,
+    pub retry_after: Option<Duration>,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, CallError> {
+        serde_json::from_str(&self.body).map_err(|source| CallError::Decode {
+            route: self.route,
+            source,
+        })
+    }
+
+    /// `error.code` and `error.seatIds` of an error body (absent when it is not one).
+    pub fn error(&self) -> ErrorBody {
+        serde_json::from_str::<ErrorEnvelope>(&self.body)
+            .map(|envelope| envelope.error)
+            .unwrap_or_default()
+    }
+
+    pub fn unexpected(&self) -> CallError {
+        let mut body = self.body.clone();
+        if body.len() > 300 {
+            let mut end = 300;
+            while !body.is_char_boundary(end) {
+                end -= 1;
+            }
+            body.truncate(end);
+            body.push('…');
+        }
+        CallError::Unexpected {
+            route: self.route,
+            status: self.status.as_u16(),
+            code: self.error().code,
+            body,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct ErrorEnvelope {
+    error: ErrorBody,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorBody {
+    pub code: Option<String>,
+    #[serde(default)]
+    pub seat_ids: Vec<String>,
+}
+
+/// One request to make (again, for a retry).
+struct Call<'a> {
+    route: &'static str,
+    method: Method,
+    path: String,
+    bearer: Option<&'a str>,
+    queue_token: Option<&'a str>,
+    body: Option<serde_json::Value>,
+    /// Whether sending it twice is harmless (then a request with no answer is sent again).
+    repeatable: bool,
+}
+
+/// The API of one `lineup dev` server, shared by every customer.
+pub struct Api {
+    http: reqwest::Client,
+    base: String,
+    latency: Arc<LatencyRecorder>,
+    unavailable: AtomicU64,
+}
+
+impl Api {
+    pub fn new(
+        base: &str,
+        pool_size: usize,
+        latency: Arc<LatencyRecorder>,
+    ) -> Result<Self, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(pool_size)
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(Duration::from_secs(5))
+            .build()?;
+        Ok(Self {
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+            latency,
+            unavailable: AtomicU64::new(0),
+        })
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// How many 503 answers were seen (each one retried).
+    pub fn unavailable_answers(&self) -> u64 {
+        self.unavailable.load(Ordering::Relaxed)
+    }
+
+    async fn send(&self, call: Call<'_>) -> Result<Answer, CallError> {
+        let mut unavailable_attempts = 0;
+        let mut network_attempts = 0;
+        loop {
+            let mut request = self
+                .http
+                .request(call.method.clone(), format!("{}{}", self.base, call.path));
+            if let Some(jwt) = call.bearer {
+                request = request.bearer_auth(jwt);
+            }
+            if let Some(token) = call.queue_token {
+                request = request.header("X-Queue-Token", token);
+            }
+            if let Some(body) = &call.body {
+                request = request.json(body);
+            }
+            let started = Instant::now();
+            let sent = request.send().await;
+            let response = match sent {
+                Ok(response) => response,
+                Err(source) => {
+                    self.latency.record(call.route, started.elapsed());
+                    network_attempts += 1;
+                    if call.repeatable && network_attempts < NETWORK_ATTEMPTS {
+                        tokio::time::sleep(Duration::from_millis(500 * network_attempts as u64))
+                            .await;
+                        continue;
+                    }
+                    return Err(CallError::Network {
+                        route: call.route,
+                        source,
+                    });
+                }
+            };
+            let status = response.status();
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            let body = response.text().await;
+            self.latency.record(call.route, started.elapsed());
+            let body = body.map_err(|source| CallError::Network {
+                route: call.route,
+                source,
+            })?;
+            if status == StatusCode::SERVICE_UNAVAILABLE {
+                self.unavailable.fetch_add(1, Ordering::Relaxed);
+                unavailable_attempts += 1;
+                if unavailable_attempts >= UNAVAILABLE_ATTEMPTS {
+                    return Err(CallError::Unavailable {
+                        route: call.route,
+                        attempts: unavailable_attempts,
+                    });
+                }
+                tokio::time::sleep(retry_after.unwrap_or(Duration::from_secs(1))).await;
+                continue;
+            }
+            return Ok(Answer {
+                route: call.route,
+                status,
+                retry_after,
+                body,
+            });
+        }
+    }
+
+    // ---- the customer routes ----
+
+    pub async fn join(&self, jwt: &str, event: &str) -> Result<Standing, CallError> {
+        let answer = self
+            .send(Call {
+                route: routes::JOIN,
+                method: Method::POST,
+                path: format!("/events/{event}/queue"),
+                bearer: Some(jwt),
+                queue_token: None,
+                body: Some(serde_json::json!({})),
+                repeatable: true,
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK | StatusCode::CREATED => Standing::from_answer(&answer),
+            StatusCode::CONFLICT if answer.error().code.as_deref() == Some("queue_closed") => {
+                Ok(Standing::Closed)
+            }
+            _ => Err(answer.unexpected()),
+        }
+    }
+
+    /// `None`: the server knows no entry of the caller's under this id.
+    pub async fn poll(
+        &self,
+        jwt: &str,
+        event: &str,
+        queue_id: &str,
+    ) -> Result<Option<Standing>, CallError> {
+        let answer = self
+            .send(Call {
+                route: routes::POLL,
+                method: Method::GET,
+                path: format!("/events/{event}/queue/{queue_id}"),
+                bearer: Some(jwt),
+                queue_token: None,
+                body: None,
+                repeatable: true,
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK => Standing::from_answer(&answer).map(Some),
+            StatusCode::NOT_FOUND
+                if answer.error().code.as_deref() == Some("queue_entry_not_found") =>
+            {
+                Ok(None)
+            }
+            _ => Err(answer.unexpected()),
+        }
+    }
+
+    /// `false`: there was nothing to leave.
+    pub async fn leave(&self, jwt: &str, event: &str, queue_id: &str) -> Result<bool, CallError> {
+        let answer = self
+            .send(Call {
+                route: routes::LEAVE,
+                method: Method::DELETE,
+                path: format!("/events/{event}/queue/{queue_id}"),
+                bearer: Some(jwt),
+                queue_token: None,
+                body: None,
+                repeatable: true,
+            })
+            .await?;
+        match answer.status {
+            StatusCode::NO_CONTENT => Ok(true),
+            StatusCode::NOT_FOUND => Ok(false),
+            _ => Err(answer.unexpected()),
+        }
+    }
+
+    pub async fn seat_map(&self, jwt: &str, event: &str) -> Result<Vec<SeatView>, CallError> {
+        let answer = self
+            .send(Call {
+                route: routes::SEATS,
+                method: Method::GET,
+                path: format!("/events/{event}/seats"),
+                bearer: Some(jwt),
+                queue_token: None,
+                body: None,
+                repeatable: true,
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK => Ok(answer.json::<SeatMapBody>()?.seats),
+            _ => Err(answer.unexpected()),
+        }
+    }
+
+    pub async fn hold(
+        &self,
+        jwt: &str,
+        queue_token: &str,
+        event: &str,
+        seat_ids: &[String],
+    ) -> Result<HoldAnswer, CallError> {
+        let answer = self
+            .send(Call {
+                route: routes::HOLD,
+                method: Method::POST,
+                path: format!("/events/{event}/holds"),
+                bearer: Some(jwt),
+                queue_token: Some(queue_token),
+                body: Some(serde_json::json!({ "seatIds": seat_ids })),
+                // The contract: the same seats again give back the same order, never a second.
+                repeatable: true,
+            })
+            .await?;
+        match answer.status {
+            StatusCode::CREATED => Ok(HoldAnswer::Held(answer.json()?)),
+            StatusCode::FORBIDDEN => Ok(HoldAnswer::AccessDenied),
+            StatusCode::CONFLICT => {
+                let error = answer.error();
+                match error.code.as_deref() {
+                    Some("seats_unavailable") => Ok(HoldAnswer::Taken(error.seat_ids)),
+                    Some("price_changed") => Ok(HoldAnswer::PriceChanged),
+                    Some("hold_exists") => Ok(HoldAnswer::HoldExists),
+                    _ => Err(answer.unexpected()),
+                }
+            }
+            _ => Err(answer.unexpected()),
+        }
+    }
+
+    /// `false`: the order was no longer pending (409 `order_not_pending`).
+    pub async fn release(&self, jwt: &str, event: &str, order: &str) -> Result<bool, CallError> {
+        let answer = self
+            .send(Call {
+                route: routes::RELEASE,
+                method: Method::DELETE,
+                path: format!("/events/{event}/holds/{order}"),
+                bearer: Some(jwt),
+                queue_token: None,
+                body: None,
+                repeatable: true,
+            })
+            .await?;
+        match answer.status {
+            StatusCode::NO_CONTENT => Ok(true),
+            StatusCode::CONFLICT => Ok(false),
+            _ => Err(answer.unexpected()),
+        }
+    }
+
+    pub async fn order(&self, jwt: &str, order: &str) -> Result<OrderView, CallError> {
+        let answer = self
+            .send(Call {
+                route: routes::ORDER,
+                method: Method::GET,
+                path: format!("/orders/{order}"),
+                bearer: Some(jwt),
+                queue_token: None,
+                body: None,
+                repeatable: true,
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK => answer.json(),
+            _ => Err(answer.unexpected()),
+        }
+    }
+
+    // ---- the `lineup dev` routes ----
+
+    /// Asks the simulated payment provider to pay the order; it calls the webhook itself.
+    pub async fn pay(&self, order: &OrderView) -> Result<(), CallError> {
+        let answer = self
+            .send(Call {
+                route: routes::PAY,
+                method: Method::POST,
+                path: "/dev/payments".to_owned(),
+                bearer: None,
+                queue_token: None,
+                body: Some(serde_json::json!({
+                    "orderId": order.order_id,
+                    "amount": order.amount,
+                    "currency": order.currency,
+                })),
+                // A repeat would be a second payment.
+                repeatable: false,
+            })
+            .await?;
+        match answer.status {
+            StatusCode::ACCEPTED | StatusCode::OK | StatusCode::CREATED => Ok(()),
+            _ => Err(answer.unexpected()),
+        }
+    }
+
+    pub async fn dev_info(&self) -> Result<Answer, CallError> {
+        self.send(Call {
+            route: routes::DEV_INFO,
+            method: Method::GET,
+            path: "/dev/info".to_owned(),
+            bearer: None,
+            queue_token: None,
+            body: None,
+            repeatable: false,
+        })
+        .await
+    }
+
+    pub async fn tickets(&self, event: &str) -> Result<Vec<DeskEntry>, CallError> {
+        let answer = self
+            .send(Call {
+                route: routes::TICKETS,
+                method: Method::GET,
+                path: format!("/dev/tickets?eventId={event}"),
+                bearer: None,
+                queue_token: None,
+                body: None,
+                repeatable: true,
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK => Ok(answer.json::<TicketsBody>()?.tickets),
+            _ => Err(answer.unexpected()),
+        }
+    }
+}
+
+// ---- bodies ----
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StandingBody {
+    status: String,
+    queue_id: Option<String>,
+    access_token: Option<String>,
+}
+
+/// Where a customer stands, as join and poll tell it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Standing {
+    Waiting {
+        queue_id: String,
+        retry_after: Duration,
+    },
+    Admitted {
+        queue_id: String,
+        access_token: String,
+    },
+    Expired,
+    /// Sold out or closed (a waiting poll's `closed`, or a join's 409 `queue_closed`).
+    Closed,
+}
+
+impl Standing {
+    /// When `waiting` comes without `Retry-After` (it should not), poll after the minimum.
+    const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+    fn from_answer(answer: &Answer) -> Result<Self, CallError> {
+        let body: StandingBody = answer.json()?;
+        match (body.status.as_str(), body.queue_id, body.access_token) {
+            ("waiting", Some(queue_id), _) => Ok(Self::Waiting {
+                queue_id,
+                retry_after: answer.retry_after.unwrap_or(Self::DEFAULT_RETRY_AFTER),
+            }),
+            ("admitted", Some(queue_id), Some(access_token)) => Ok(Self::Admitted {
+                queue_id,
+                access_token,
+            }),
+            ("expired", ..) => Ok(Self::Expired),
+            ("closed", ..) => Ok(Self::Closed),
+            _ => Err(answer.unexpected()),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct SeatMapBody {
+    seats: Vec<SeatView>,
+}
+
+/// One seat of the seat map.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SeatView {
+    pub seat_id: String,
+    pub section: String,
+    pub price: i64,
+    pub status: String,
+}
+
+impl SeatView {
+    pub fn is_available(&self) -> bool {
+        self.status == "AVAILABLE"
+    }
+}
+
+/// An order, as the hold returns it and `GET /orders/{orderId}` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderView {
+    pub order_id: String,
+    pub status: String,
+    pub seat_ids: Vec<String>,
+    pub amount: i64,
+    pub currency: String,
+}
+
+/// What a hold came to.
+#[derive(Debug)]
+pub enum HoldAnswer {
+    Held(OrderView),
+    /// 409 `seats_unavailable`: these seats are taken.
+    Taken(Vec<String>),
+    /// 409 `price_changed`.
+    PriceChanged,
+    /// 409 `hold_exists`.
+    HoldExists,
+    /// 403: the admission ended (lapsed, or revoked).
+    AccessDenied,
+}
+
+#[derive(Debug, Deserialize)]
+struct TicketsBody {
+    tickets: Vec<DeskEntry>,
+}
+
+/// What the ticket desk received from the SQS FIFO queue for one order.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeskEntry {
+    pub order_id: String,
+    /// How many SQS messages arrived for the order.
+    pub messages: u64,
+    pub ticket: DeskTicket,
+}
+
+/// The outbox event's body (see the contract's `OutboxEvent`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeskTicket {
+    pub outbox_id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub event_id: String,
+    pub order_id: String,
+    pub customer_id: String,
+    pub seat_ids: Vec<String>,
+    pub amount: i64,
+    pub currency: String,
+}
+
+impl DeskTicket {
+    pub fn is_ticket_issued(&self) -> bool {
+        self.kind == "ticket_issued"
+    }
+}

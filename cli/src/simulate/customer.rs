@@ -1,0 +1,445 @@
+//! One simulated customer, start to finish, through the real routes: join, poll on the server's
+//! `Retry-After`, shop once admitted (look at the map, hold, retry taken seats), then pay,
+//! release, let the hold lapse or give up, as their persona says. What they saw is kept for the
+//! report and for checking the stored data against it.
+
+use std::collections::HashSet;
+use std::sync::atomic::AtomicI64;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::RngExt;
+
+use super::api_client::{Api, CallError, HoldAnswer, OrderView, Standing};
+use super::persona::{think, AfterHold, OnAdmission, Patience, Persona};
+use super::progress::LiveCounters;
+use super::seat_choice::{choose_available, choose_popular};
+
+/// How many holds a customer tries (the first and two retries with other seats).
+const HOLD_TRIES: u32 = 3;
+/// How many times a customer looks again at a map with nothing free before leaving.
+const EMPTY_MAP_LOOKS: u32 = 5;
+/// How often a paying customer refreshes the order page.
+const ORDER_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// What every customer shares.
+pub struct Context {
+    pub api: Arc<Api>,
+    pub event: String,
+    /// The venue's section names, in order.
+    pub sections: Vec<String>,
+    pub counters: Arc<LiveCounters>,
+    /// The mean pause between a customer's steps.
+    pub think: Duration,
+    /// How long a hold lasts on this server (`/dev/info`'s `holdSeconds`).
+    pub hold_duration: Duration,
+    /// How long a payer waits for the order to show PAID before giving up on it.
+    pub payment_timeout: Duration,
+}
+
+/// How a customer's visit ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The join got 409 `queue_closed`: the sale was over.
+    TurnedAway,
+    LeftWhileWaiting,
+    VanishedWhileWaiting,
+    /// A poll said `closed`: sold out while waiting.
+    ClosedWhileWaiting,
+    /// A poll said `expired`.
+    AdmissionExpired,
+    /// A poll answered 404 `queue_entry_not_found`.
+    EntryLost,
+    LeftWhenAdmitted,
+    VanishedWhenAdmitted,
+    /// The map showed nothing free, again and again.
+    NoSeatsLeft,
+    /// Every hold tried was refused (seats taken).
+    HoldsRefused,
+    /// A hold got 403: the admission was over.
+    AdmissionEnded,
+    /// A hold got 409 `hold_exists` (the customer had no other hold open).
+    HoldExists,
+    Paid {
+        order_id: String,
+        seats: usize,
+    },
+    RefundRequired {
+        order_id: String,
+    },
+    LetHoldLapse {
+        order_id: String,
+    },
+    Released {
+        order_id: String,
+    },
+    /// Released, but the server said the order was no longer pending.
+    ReleaseRefused {
+        order_id: String,
+    },
+    /// Paid, but the order never showed a final status in time.
+    PaymentUnconfirmed {
+        order_id: String,
+    },
+    /// An answer the contract does not allow at that point (see `problem`).
+    Failed,
+}
+
+impl Outcome {
+    /// Gave up of their own accord (or left when nothing suitable was free).
+    pub fn gave_up(&self) -> bool {
+        matches!(
+            self,
+            Self::LeftWhileWaiting
+                | Self::VanishedWhileWaiting
+                | Self::LeftWhenAdmitted
+                | Self::VanishedWhenAdmitted
+                | Self::NoSeatsLeft
+                | Self::HoldsRefused
+        )
+    }
+}
+
+/// An order whose final status the customer saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenOrder {
+    pub order_id: String,
+    pub status: String,
+}
+
+/// What one customer did and saw.
+#[derive(Debug)]
+pub struct CustomerReport {
+    pub customer_id: String,
+    pub outcome: Outcome,
+    pub joined: bool,
+    pub admitted: bool,
+    pub polls: u32,
+    pub holds_won: u32,
+    pub holds_lost: u32,
+    pub price_changes: u32,
+    pub seen: Vec<SeenOrder>,
+    pub problem: Option<CallError>,
+    /// Arrival to the end of the visit.
+    pub took: Duration,
+}
+
+/// Where the customer is, for the live counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Outside,
+    Waiting,
+    Shopping,
+}
+
+pub struct Customer {
+    jwt: String,
+    persona: Persona,
+    rng: StdRng,
+    context: Arc<Context>,
+    stage: Stage,
+    report: CustomerReport,
+}
+
+enum Waited {
+    Admitted {
+        queue_id: String,
+        access_token: String,
+    },
+    Over(Outcome),
+}
+
+impl Customer {
+    pub fn new(
+        id: String,
+        jwt: String,
+        persona: Persona,
+        rng: StdRng,
+        context: Arc<Context>,
+    ) -> Self {
+        Self {
+            report: CustomerReport {
+                customer_id: id,
+                outcome: Outcome::Failed,
+                joined: false,
+                admitted: false,
+                polls: 0,
+                holds_won: 0,
+                holds_lost: 0,
+                price_changes: 0,
+                seen: Vec::new(),
+                problem: None,
+                took: Duration::ZERO,
+            },
+            jwt,
+            persona,
+            rng,
+            context,
+            stage: Stage::Outside,
+        }
+    }
+
+    pub async fn run(mut self) -> CustomerReport {
+        tokio::time::sleep(self.persona.arrival).await;
+        let arrived = Instant::now();
+        let outcome = match self.visit().await {
+            Ok(outcome) => outcome,
+            Err(problem) => {
+                self.report.problem = Some(problem);
+                Outcome::Failed
+            }
+        };
+        self.enter(Stage::Outside);
+        LiveCounters::bump(&self.context.counters.done);
+        self.report.outcome = outcome;
+        self.report.took = arrived.elapsed();
+        self.report
+    }
+
+    fn enter(&mut self, stage: Stage) {
+        let counter = |stage| -> Option<&AtomicI64> {
+            match stage {
+                Stage::Outside => None,
+                Stage::Waiting => Some(&self.context.counters.waiting),
+                Stage::Shopping => Some(&self.context.counters.shopping),
+            }
+        };
+        if let Some(counter) = counter(self.stage) {
+            LiveCounters::add(counter, -1);
+        }
+        if let Some(counter) = counter(stage) {
+            LiveCounters::add(counter, 1);
+        }
+        self.stage = stage;
+    }
+
+    async fn pause(&mut self, mean: Duration) {
+        let pause = think(&mut self.rng, mean);
+        tokio::time::sleep(pause).await;
+    }
+
+    async fn visit(&mut self) -> Result<Outcome, CallError> {
+        let context = Arc::clone(&self.context);
+        let api = &context.api;
+        let event = context.event.as_str();
+        let standing = api.join(&self.jwt, event).await?;
+        if standing == Standing::Closed {
+            return Ok(Outcome::TurnedAway);
+        }
+        self.report.joined = true;
+        let (queue_id, access_token) = match self.wait(standing).await? {
+            Waited::Admitted {
+                queue_id,
+                access_token,
+            } => (queue_id, access_token),
+            Waited::Over(outcome) => return Ok(outcome),
+        };
+        self.enter(Stage::Shopping);
+        self.report.admitted = true;
+        LiveCounters::bump(&context.counters.admitted);
+        match self.persona.on_admission {
+            OnAdmission::Shops => {}
+            OnAdmission::Leaves => {
+                self.pause(context.think).await;
+                api.leave(&self.jwt, event, &queue_id).await?;
+                return Ok(Outcome::LeftWhenAdmitted);
+            }
+            OnAdmission::Vanishes => return Ok(Outcome::VanishedWhenAdmitted),
+        }
+        let order = match self.hold_seats(&access_token).await? {
+            Ok(order) => order,
+            Err(outcome) => {
+                if matches!(outcome, Outcome::NoSeatsLeft | Outcome::HoldsRefused) {
+                    api.leave(&self.jwt, event, &queue_id).await?;
+                }
+                return Ok(outcome);
+            }
+        };
+        match self.persona.after_hold {
+            AfterHold::Pay => {
+                self.pause(context.think * 2).await;
+                self.pay(&order, &queue_id).await
+            }
+            AfterHold::PayLate => {
+                let late = Duration::from_millis(self.rng.random_range(2_000..5_000));
+                tokio::time::sleep(context.hold_duration + late).await;
+                self.pay(&order, &queue_id).await
+            }
+            AfterHold::LetLapse => Ok(Outcome::LetHoldLapse {
+                order_id: order.order_id,
+            }),
+            AfterHold::Release => {
+                self.pause(context.think).await;
+                let released = api.release(&self.jwt, event, &order.order_id).await?;
+                api.leave(&self.jwt, event, &queue_id).await?;
+                Ok(if released {
+                    Outcome::Released {
+                        order_id: order.order_id,
+                    }
+                } else {
+                    Outcome::ReleaseRefused {
+                        order_id: order.order_id,
+                    }
+                })
+            }
+        }
+    }
+
+    /// Polls after each `Retry-After` (exactly: the server's pacing is the product's policy)
+    /// until admitted or the wait is over.
+    async fn wait(&mut self, mut standing: Standing) -> Result<Waited, CallError> {
+        let context = Arc::clone(&self.context);
+        let event = context.event.as_str();
+        loop {
+            match standing {
+                Standing::Waiting {
+                    queue_id,
+                    retry_after,
+                } => {
+                    self.enter(Stage::Waiting);
+                    let polls = self.report.polls;
+                    match self.persona.patience {
+                        Patience::LeavesAfter(n) if polls >= n => {
+                            context.api.leave(&self.jwt, event, &queue_id).await?;
+                            return Ok(Waited::Over(Outcome::LeftWhileWaiting));
+                        }
+                        Patience::VanishesAfter(n) if polls >= n => {
+                            return Ok(Waited::Over(Outcome::VanishedWhileWaiting));
+                        }
+                        _ => {}
+                    }
+                    tokio::time::sleep(retry_after).await;
+                    self.report.polls += 1;
+                    standing = match context.api.poll(&self.jwt, event, &queue_id).await? {
+                        Some(standing) => standing,
+                        None => return Ok(Waited::Over(Outcome::EntryLost)),
+                    };
+                }
+                Standing::Admitted {
+                    queue_id,
+                    access_token,
+                } => {
+                    return Ok(Waited::Admitted {
+                        queue_id,
+                        access_token,
+                    })
+                }
+                Standing::Expired => return Ok(Waited::Over(Outcome::AdmissionExpired)),
+                Standing::Closed => return Ok(Waited::Over(Outcome::ClosedWhileWaiting)),
+            }
+        }
+    }
+
+    /// Looks at the map and holds seats, choosing others when some are taken. `Ok(Err(..))`:
+    /// no hold, and why.
+    async fn hold_seats(
+        &mut self,
+        access_token: &str,
+    ) -> Result<Result<OrderView, Outcome>, CallError> {
+        let context = Arc::clone(&self.context);
+        let event = context.event.as_str();
+        let mut avoid: HashSet<String> = HashSet::new();
+        let mut tries = 0;
+        let mut empty_looks = 0;
+        loop {
+            self.pause(context.think).await;
+            let map = context.api.seat_map(&self.jwt, event).await?;
+            let pick = if tries == 0 && self.persona.stale_map {
+                choose_popular(&map, self.persona.party, &mut self.rng)
+            } else {
+                choose_available(
+                    &map,
+                    self.persona.party,
+                    self.persona.section(&context.sections),
+                    &avoid,
+                    &mut self.rng,
+                )
+            };
+            if pick.is_empty() {
+                empty_looks += 1;
+                if empty_looks > EMPTY_MAP_LOOKS {
+                    return Ok(Err(Outcome::NoSeatsLeft));
+                }
+                let wait = Duration::from_millis(self.rng.random_range(2_000..4_000));
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            let answer = context
+                .api
+                .hold(&self.jwt, access_token, event, &pick)
+                .await?;
+            match answer {
+                HoldAnswer::Held(order) => {
+                    self.report.holds_won += 1;
+                    LiveCounters::bump(&context.counters.holds_won);
+                    return Ok(Ok(order));
+                }
+                HoldAnswer::Taken(seats) => {
+                    self.report.holds_lost += 1;
+                    LiveCounters::bump(&context.counters.holds_lost);
+                    if seats.is_empty() {
+                        avoid.extend(pick);
+                    } else {
+                        avoid.extend(seats);
+                    }
+                }
+                HoldAnswer::PriceChanged => self.report.price_changes += 1,
+                HoldAnswer::HoldExists => return Ok(Err(Outcome::HoldExists)),
+                HoldAnswer::AccessDenied => return Ok(Err(Outcome::AdmissionEnded)),
+            }
+            tries += 1;
+            if tries >= HOLD_TRIES {
+                return Ok(Err(Outcome::HoldsRefused));
+            }
+        }
+    }
+
+    /// Pays through the simulated provider, then refreshes the order until it is settled.
+    async fn pay(&mut self, order: &OrderView, queue_id: &str) -> Result<Outcome, CallError> {
+        let context = Arc::clone(&self.context);
+        context.api.pay(order).await?;
+        let deadline = Instant::now() + context.payment_timeout;
+        loop {
+            tokio::time::sleep(ORDER_POLL_INTERVAL).await;
+            let now = context.api.order(&self.jwt, &order.order_id).await?;
+            match now.status.as_str() {
+                "PAID" => {
+                    self.report.seen.push(SeenOrder {
+                        order_id: now.order_id.clone(),
+                        status: now.status.clone(),
+                    });
+                    LiveCounters::bump(&context.counters.orders_paid);
+                    context.counters.seats_sold.fetch_add(
+                        now.seat_ids.len() as u64,
+                        std::sync::atomic::Ordering::Relaxed,
+                    );
+                    return Ok(Outcome::Paid {
+                        order_id: now.order_id,
+                        seats: now.seat_ids.len(),
+                    });
+                }
+                "REFUND_REQUIRED" => {
+                    self.report.seen.push(SeenOrder {
+                        order_id: now.order_id.clone(),
+                        status: now.status.clone(),
+                    });
+                    // A refunded customer keeps the admission; this one goes home instead.
+                    context
+                        .api
+                        .leave(&self.jwt, &context.event, queue_id)
+                        .await?;
+                    return Ok(Outcome::RefundRequired {
+                        order_id: now.order_id,
+                    });
+                }
+                _ if Instant::now() >= deadline => {
+                    return Ok(Outcome::PaymentUnconfirmed {
+                        order_id: order.order_id.clone(),
+                    })
+                }
+                _ => {}
+            }
+        }
+    }
+}

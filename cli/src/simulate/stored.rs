@@ -1,0 +1,168 @@
+//! What the ledger actually stored for the simulated event, read straight from the tables
+//! (not through the API, which shows the customer's view): the ground truth the invariants are
+//! checked against. Attribute names as in `shared/src/ledger/dynamo/items.rs`.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use serde::Serialize;
+
+use super::SimulateError;
+
+type Item = HashMap<String, AttributeValue>;
+
+/// A seat item: `pk` = `<event>#<seat>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredSeat {
+    pub seat_id: String,
+    /// AVAILABLE, HELD or SOLD.
+    pub status: String,
+    /// The order holding (or, once SOLD, owning) the seat.
+    pub held_by: Option<String>,
+    pub price: i64,
+}
+
+/// An order item: `pk` = `ORDER#<id>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredOrder {
+    pub order_id: String,
+    pub customer_id: String,
+    /// PENDING, PAID, EXPIRED, RELEASED or REFUND_REQUIRED.
+    pub status: String,
+    pub seat_ids: Vec<String>,
+    pub amount: i64,
+    pub currency: String,
+}
+
+/// Every item of `table` whose `pk` starts with `prefix`, and (when given) whose `event_id` is
+/// `event`.
+async fn scan(
+    client: &Client,
+    table: &str,
+    prefix: &str,
+    event: Option<&str>,
+) -> Result<Vec<Item>, SimulateError> {
+    let mut request = client
+        .scan()
+        .table_name(table)
+        .expression_attribute_values(":prefix", AttributeValue::S(prefix.to_owned()));
+    request = match event {
+        Some(event) => request
+            .filter_expression("begins_with(pk, :prefix) AND event_id = :event")
+            .expression_attribute_values(":event", AttributeValue::S(event.to_owned())),
+        None => request.filter_expression("begins_with(pk, :prefix)"),
+    };
+    let mut pages = request.into_paginator().items().send();
+    let mut items = Vec::new();
+    while let Some(item) = pages.next().await {
+        let item = item.map_err(|error| SimulateError::Scan {
+            table: table.to_owned(),
+            source: Box::new(aws_sdk_dynamodb::Error::from(error)),
+        })?;
+        items.push(item);
+    }
+    Ok(items)
+}
+
+/// Reads typed attributes of one item, naming the table and key when one is missing.
+struct Reader<'a> {
+    table: &'a str,
+    item: &'a Item,
+}
+
+impl Reader<'_> {
+    fn problem(&self, problem: String) -> SimulateError {
+        let key = match self.item.get("pk") {
+            Some(AttributeValue::S(pk)) => pk.clone(),
+            _ => "(no pk)".to_owned(),
+        };
+        SimulateError::UnreadableItem {
+            table: self.table.to_owned(),
+            key,
+            problem,
+        }
+    }
+
+    fn string(&self, name: &str) -> Result<String, SimulateError> {
+        self.optional_string(name)?
+            .ok_or_else(|| self.problem(format!("no string attribute `{name}`")))
+    }
+
+    fn optional_string(&self, name: &str) -> Result<Option<String>, SimulateError> {
+        match self.item.get(name) {
+            None | Some(AttributeValue::Null(_)) => Ok(None),
+            Some(AttributeValue::S(value)) => Ok(Some(value.clone())),
+            Some(_) => Err(self.problem(format!("`{name}` is not a string"))),
+        }
+    }
+
+    fn number(&self, name: &str) -> Result<i64, SimulateError> {
+        match self.item.get(name) {
+            Some(AttributeValue::N(value)) => value
+                .parse()
+                .map_err(|_| self.problem(format!("`{name}` is not an integer: {value}"))),
+            _ => Err(self.problem(format!("no number attribute `{name}`"))),
+        }
+    }
+
+    fn strings(&self, name: &str) -> Result<Vec<String>, SimulateError> {
+        match self.item.get(name) {
+            Some(AttributeValue::Ss(values)) => Ok(values.clone()),
+            Some(AttributeValue::L(values)) => values
+                .iter()
+                .map(|value| match value {
+                    AttributeValue::S(value) => Ok(value.clone()),
+                    _ => Err(self.problem(format!("`{name}` holds a non-string"))),
+                })
+                .collect(),
+            _ => Err(self.problem(format!("no list attribute `{name}`"))),
+        }
+    }
+}
+
+pub async fn read_seats(
+    client: &Client,
+    table: &str,
+    event: &str,
+) -> Result<Vec<StoredSeat>, SimulateError> {
+    let mut seats = scan(client, table, &format!("{event}#"), Some(event))
+        .await?
+        .iter()
+        .map(|item| {
+            let read = Reader { table, item };
+            Ok(StoredSeat {
+                seat_id: read.string("seat_id")?,
+                status: read.string("status")?,
+                held_by: read.optional_string("held_by")?,
+                price: read.number("price")?,
+            })
+        })
+        .collect::<Result<Vec<_>, SimulateError>>()?;
+    seats.sort_by(|a, b| a.seat_id.cmp(&b.seat_id));
+    Ok(seats)
+}
+
+pub async fn read_orders(
+    client: &Client,
+    table: &str,
+    event: &str,
+) -> Result<Vec<StoredOrder>, SimulateError> {
+    scan(client, table, "ORDER#", Some(event))
+        .await?
+        .iter()
+        .map(|item| {
+            let read = Reader { table, item };
+            Ok(StoredOrder {
+                order_id: read.string("order_id")?,
+                customer_id: read.string("customer_id")?,
+                status: read.string("status")?,
+                seat_ids: read.strings("seat_ids")?,
+                amount: read.number("amount")?,
+                currency: read.string("currency")?,
+            })
+        })
+        .collect()
+}
