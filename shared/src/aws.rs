@@ -69,7 +69,8 @@ pub fn http_client() -> SharedHttpClient {
         .build_https()
 }
 
-fn timeouts(settings: &AwsSettings) -> TimeoutConfig {
+/// The bounds [`AwsSettings::attempt_timeout`] sets on every client's requests.
+pub fn timeouts(settings: &AwsSettings) -> TimeoutConfig {
     TimeoutConfig::builder()
         .connect_timeout(settings.attempt_timeout)
         .operation_attempt_timeout(settings.attempt_timeout)
