@@ -138,10 +138,9 @@ pub async fn read_all(streams: &StreamsClient, arn: &str) -> Result<Vec<Value>, 
 
 /// Follows the stream from its start, handing each new batch to the `outbox-stream` handler.
 ///
-/// Each pass asks for a fresh shard iterator from where the last one ended instead of following
-/// `NextShardIterator`: moto replaces a table's stream shard when it rolls back a cancelled
-/// transaction (a duplicate webhook, a refund), and an old iterator chain then reads the dead
-/// shard, missing every later record. Positions by sequence number survive that.
+/// It keeps its place by sequence number and asks for a fresh shard iterator on each pass (the
+/// mapping's own iterators are not exposed to it either), so a failed batch is re-read from its
+/// failed record exactly, and nothing depends on an iterator staying valid between passes.
 pub struct OutboxPump {
     pub streams: StreamsClient,
     pub stream_arn: String,
