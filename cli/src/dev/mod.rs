@@ -39,7 +39,7 @@ use lineup::outbox::sqs::SqsPublisher;
 use lineup::queue::redis::RedisQueue;
 use lineup::signing::SigningKey;
 use lineup::webhook_signature::WebhookSecret;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tower_http::services::ServeDir;
 
 use crate::endpoints::{self, LOCAL_MOTO_PORT, LOCAL_REDIS_PORT};
@@ -136,7 +136,7 @@ pub enum DevError {
 }
 
 /// What `/dev/info` tells the page and the simulation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DevInfo {
     pub event_id: String,
@@ -151,7 +151,7 @@ pub struct DevInfo {
     pub dev: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TablesInfo {
     pub seats: String,
     pub orders: String,

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::api_gateway::error;
 
-#[derive(Debug, Clone, Serialize)]
+/// One order's messages as `GET /dev/tickets` shows them (`lineup simulate` reads them back).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Ticket {
     pub order_id: String,
