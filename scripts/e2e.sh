@@ -64,8 +64,7 @@ stop_dev() {
   for _ in $(seq 1 100); do kill -0 "$DEV_PID" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$DEV_PID" 2>/dev/null; then
     echo "error: lineup dev did not stop within 10 s of Ctrl-C" >&2
-    kill -KILL "$DEV_PID" 2>/dev/null || true
-    exit 1
+    exit 1  # abandon_dev (the EXIT trap) forces it and its children
   fi
   wait "$DEV_PID" 2>/dev/null || true
   DEV_PID=""
@@ -77,7 +76,16 @@ stop_dev() {
   done
   echo "==> Ctrl-C stopped the server, Redis and moto (ports $API_PORT, 6381, 5010 free)"
 }
-trap 'if [ -n "$DEV_PID" ]; then kill -KILL "$DEV_PID" 2>/dev/null || true; fi; pkill -f "redis-server 127.0.0.1:6381" || true; pkill -f "moto_server.py --port 5010" || true' EXIT
+# On any exit: the same Ctrl-C, then force only this server's own children if it hangs. (Never
+# kill by name or port: those may belong to another checkout's `lineup dev`.)
+abandon_dev() {
+  [ -n "$DEV_PID" ] || return 0
+  kill -INT "$DEV_PID" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$DEV_PID" 2>/dev/null || return 0; sleep 0.1; done
+  pkill -KILL -P "$DEV_PID" 2>/dev/null || true
+  kill -KILL "$DEV_PID" 2>/dev/null || true
+}
+trap abandon_dev EXIT
 
 ensure_chromium
 ensure_browser_test_packages

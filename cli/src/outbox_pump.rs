@@ -91,18 +91,22 @@ async fn shard_ids(streams: &StreamsClient, arn: &str) -> Result<Vec<String>, Pu
         .collect())
 }
 
+/// A shard iterator from `position`.
 async fn iterator(
     streams: &StreamsClient,
     arn: &str,
     shard: &str,
-    from: Option<&str>,
+    position: &Position,
 ) -> Result<Option<String>, PumpError> {
     let request = streams.get_shard_iterator().stream_arn(arn).shard_id(shard);
-    let request = match from {
-        Some(sequence) => request
+    let request = match position {
+        Position::Start => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
+        Position::After(sequence) => request
+            .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
+            .sequence_number(sequence),
+        Position::At(sequence) => request
             .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
             .sequence_number(sequence),
-        None => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
     };
     Ok(request
         .send()
@@ -116,7 +120,7 @@ async fn iterator(
 pub async fn read_all(streams: &StreamsClient, arn: &str) -> Result<Vec<Value>, PumpError> {
     let mut records = Vec::new();
     for shard in shard_ids(streams, arn).await? {
-        let mut next = iterator(streams, arn, &shard, None).await?;
+        let mut next = iterator(streams, arn, &shard, &Position::Start).await?;
         while let Some(current) = next {
             let page = streams
                 .get_records()
@@ -177,25 +181,8 @@ impl OutboxPump {
     async fn pump_once(&self, positions: &mut HashMap<String, Position>) -> Result<(), PumpError> {
         for shard in shard_ids(&self.streams, &self.stream_arn).await? {
             let position = positions.entry(shard.clone()).or_insert(Position::Start);
-            let request = self
-                .streams
-                .get_shard_iterator()
-                .stream_arn(&self.stream_arn)
-                .shard_id(&shard);
-            let request = match &*position {
-                Position::Start => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
-                Position::After(sequence) => request
-                    .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
-                    .sequence_number(sequence),
-                Position::At(sequence) => request
-                    .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
-                    .sequence_number(sequence),
-            };
-            let Some(iterator) = request
-                .send()
-                .await
-                .map_err(|source| PumpError::ShardIterator(Box::new(source)))?
-                .shard_iterator
+            let Some(iterator) =
+                iterator(&self.streams, &self.stream_arn, &shard, position).await?
             else {
                 continue;
             };
@@ -246,7 +233,8 @@ impl OutboxPump {
                 let lowest = batch_item_failures
                     .iter()
                     .map(|failure| failure.item_identifier.as_str())
-                    .min_by_key(|sequence| sequence.parse::<u128>().unwrap_or(u128::MAX))
+                    // Sequence numbers are decimal strings of up to 40 digits: shorter is lower.
+                    .min_by_key(|sequence| (sequence.len(), *sequence))
                     .unwrap_or_default()
                     .to_owned();
                 tracing::warn!(records = count, failed = batch_item_failures.len(), from = %lowest, "outbox pump: batch partly failed; handing it over again");

@@ -79,7 +79,11 @@ pub async fn serve(
             )
         }
     };
-    let event = api_gateway_event(&route, &parts, &parameters, &body, peer);
+    let Ok(claims) = authorizer_claims(&route, &parts.headers) else {
+        // The JWT authorizer refuses before any function runs, with its own body.
+        return unauthorized();
+    };
+    let event = api_gateway_event(&route, &parts, &parameters, &body, peer, claims);
     let request = match lambda_http::request::from_str(&event.to_string()) {
         Ok(request) => request,
         Err(parse_error) => {
@@ -103,6 +107,7 @@ fn api_gateway_event(
     parameters: &HashMap<String, String>,
     body: &Bytes,
     peer: SocketAddr,
+    claims: Option<serde_json::Map<String, Value>>,
 ) -> Value {
     let headers = joined_headers(&parts.headers);
     let now = SystemTime::now()
@@ -127,12 +132,8 @@ fn api_gateway_event(
         "time": humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         "timeEpoch": now,
     });
-    if route.authorized {
-        if let Some(claims) =
-            unverified_jwt::claims(headers.get("authorization").map(String::as_str))
-        {
-            context["authorizer"] = json!({ "jwt": { "claims": claims, "scopes": null } });
-        }
+    if let Some(claims) = claims {
+        context["authorizer"] = json!({ "jwt": { "claims": claims, "scopes": null } });
     }
     let (body, is_base64) = match std::str::from_utf8(body) {
         Ok(text) => (text.to_owned(), false),
@@ -154,6 +155,35 @@ fn api_gateway_event(
         event["body"] = Value::String(body);
     }
     event
+}
+
+/// The claims the authorizer passes on: none for an open route (the webhook); for a guarded
+/// one, the bearer token's (unverified) claims, or `Err` when there is no usable token.
+fn authorizer_claims(
+    route: &Route,
+    headers: &HeaderMap,
+) -> Result<Option<serde_json::Map<String, Value>>, NoToken> {
+    if !route.authorized {
+        return Ok(None);
+    }
+    let header = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok());
+    unverified_jwt::claims(header).map(Some).ok_or(NoToken)
+}
+
+/// A guarded route was called without a usable bearer JWT.
+#[derive(Debug)]
+struct NoToken;
+
+/// What API Gateway's JWT authorizer answers a request without a valid token.
+fn unauthorized() -> AxumResponse {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(http::header::WWW_AUTHENTICATE, "Bearer")],
+        axum::Json(json!({ "message": "Unauthorized" })),
+    )
+        .into_response()
 }
 
 /// Headers as API Gateway passes them: lower-case names, repeated values joined with commas.
@@ -225,6 +255,7 @@ mod tests {
             &parameters,
             &Bytes::copy_from_slice(body),
             "127.0.0.1:9".parse().unwrap(),
+            authorizer_claims(&route, &parts.headers).unwrap_or(None),
         );
         lambda_http::request::from_str(&event.to_string()).unwrap()
     }
@@ -251,6 +282,16 @@ mod tests {
             Some("application/json,text/plain")
         );
         assert_eq!(request.method(), http::Method::POST);
+    }
+
+    #[test]
+    fn a_guarded_route_without_a_token_is_refused_before_any_function_runs() {
+        let guarded = routes().into_iter().find(|route| route.authorized).unwrap();
+        assert!(authorizer_claims(&guarded, &HeaderMap::new()).is_err());
+        let mut garbled = HeaderMap::new();
+        garbled.insert(http::header::AUTHORIZATION, "Bearer nope".parse().unwrap());
+        assert!(authorizer_claims(&guarded, &garbled).is_err());
+        assert_eq!(unauthorized().status(), StatusCode::UNAUTHORIZED);
     }
 
     #[test]

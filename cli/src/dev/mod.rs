@@ -25,6 +25,7 @@ use std::time::{Duration, SystemTime};
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use axum::extract::State;
+use axum::handler::HandlerWithoutStateExt;
 use axum::http::StatusCode;
 use axum::routing::{get, on, post, MethodFilter};
 use axum::{Json, Router};
@@ -40,6 +41,8 @@ use lineup::queue::redis::RedisQueue;
 use lineup::signing::SigningKey;
 use lineup::webhook_signature::WebhookSecret;
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
 use tower_http::services::ServeDir;
 
 use crate::endpoints::{self, LOCAL_MOTO_PORT, LOCAL_REDIS_PORT};
@@ -83,16 +86,16 @@ pub struct DevArgs {
     #[arg(long, default_value_t = 20)]
     pub rate: u32,
     /// How long an admission lasts.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub session_seconds: u64,
     /// How long a hold keeps its seats (5 minutes in AWS; shorten it to watch holds lapse).
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     pub hold_seconds: u64,
     /// The admit loop's tick.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub admit_tick_ms: u64,
     /// How often the expiry sweep runs (every minute in AWS).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     pub expire_every_seconds: u64,
     /// The share of payments whose webhook the simulated provider sends twice at once.
     #[arg(long, default_value_t = 0.1)]
@@ -123,8 +126,14 @@ pub enum DevError {
     ),
     #[error(transparent)]
     Pump(#[from] PumpError),
-    #[error("a development secret is not usable: {0}")]
-    Secret(String),
+    #[error("LINEUP_SIGNING_KEY is not usable")]
+    SigningKey(#[source] lineup::signing::KeyTooShort),
+    #[error("LINEUP_WEBHOOK_SECRET is not usable")]
+    WebhookSecret(#[source] lineup::webhook_signature::SecretTooShort),
+    #[error("the emulator created the ticket queue but returned no URL for it")]
+    NoQueueUrl,
+    #[error("route {0} has a method the router cannot take")]
+    RouteMethod(String),
     #[error("could not listen on 127.0.0.1:{port}")]
     Listen {
         port: u16,
@@ -171,39 +180,50 @@ pub async fn run(args: DevArgs) -> Result<(), DevError> {
     let event = EventId::parse(&args.event).map_err(|_| DevError::EventId(args.event.clone()))?;
     let sections = venue::parse_sections(&args.sections)?;
     let seats = venue::layout(args.seats, &sections, &args.currency)?;
-    let signing_key = secret_from_env("LINEUP_SIGNING_KEY", DEV_SIGNING_KEY);
-    let signing_key = SigningKey::new(signing_key).map_err(|e| DevError::Secret(e.to_string()))?;
-    let webhook_secret = secret_from_env("LINEUP_WEBHOOK_SECRET", DEV_WEBHOOK_SECRET);
+    let signing_key = SigningKey::new(secret_from_env("LINEUP_SIGNING_KEY", DEV_SIGNING_KEY))
+        .map_err(DevError::SigningKey)?;
     let webhook_secret =
-        WebhookSecret::new(webhook_secret).map_err(|e| DevError::Secret(e.to_string()))?;
+        WebhookSecret::new(secret_from_env("LINEUP_WEBHOOK_SECRET", DEV_WEBHOOK_SECRET))
+            .map_err(DevError::WebhookSecret)?;
     lineup::metrics::silence();
+
+    // The port first: a busy one is reported before anything is installed or started.
+    let address = SocketAddr::from(([127, 0, 0, 1], args.port));
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|source| DevError::Listen {
+            port: args.port,
+            source,
+        })?;
+    // Ctrl-C is heard from here on, also while installing and seeding.
+    let stop = StopSignal::listen();
 
     eprintln!(
         "lineup dev: starting Redis on :{} and moto on :{}",
         args.redis_port, args.moto_port
     );
-    let stack = LocalStack::start(
-        &repo,
-        &StackPorts {
-            redis: args.redis_port,
-            moto: args.moto_port,
-        },
-    )
-    .await?;
-    // From here on the stack must be stopped whatever happens.
-    let served = serve(
-        &args,
-        &repo,
-        &stack,
-        event,
-        &seats,
-        signing_key,
-        webhook_secret,
-    )
-    .await;
+    let ports = StackPorts {
+        redis: args.redis_port,
+        moto: args.moto_port,
+    };
+    let stack = tokio::select! {
+        stack = LocalStack::start(&repo, &ports) => stack?,
+        // Dropping the half-started stack kills what it had started.
+        () = stop.requested() => return Ok(()),
+    };
+    // From here on the stack is stopped whatever happens.
+    let prepared = tokio::select! {
+        prepared = prepare(&args, &repo, &stack, event, &seats, signing_key, webhook_secret) => Some(prepared),
+        () = stop.requested() => None,
+    };
+    let outcome = match prepared {
+        Some(Ok(prepared)) => serve(prepared, listener, &stop, &args).await,
+        Some(Err(error)) => Err(error),
+        None => Ok(()),
+    };
     eprintln!("lineup dev: stopping Redis and moto");
     stack.stop().await;
-    served
+    outcome
 }
 
 fn secret_from_env(name: &str, development: &str) -> String {
@@ -213,7 +233,40 @@ fn secret_from_env(name: &str, development: &str) -> String {
         .unwrap_or_else(|| development.to_owned())
 }
 
-async fn serve(
+/// Ctrl-C (SIGINT) or SIGTERM, heard once and told to everyone who asks.
+#[derive(Clone)]
+struct StopSignal(watch::Receiver<bool>);
+
+impl StopSignal {
+    fn listen() -> Self {
+        let (sender, receiver) = watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = sender.send(true);
+        });
+        Self(receiver)
+    }
+
+    async fn requested(&self) {
+        let mut receiver = self.0.clone();
+        if receiver.wait_for(|stop| *stop).await.is_err() {
+            // The listener is gone without a signal: never resolve.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// Everything set up and running but the HTTP server.
+struct Prepared {
+    app: Router,
+    /// The schedules, the outbox pump and the ticket desk; aborted when dropped.
+    background: JoinSet<()>,
+    event: EventId,
+}
+
+/// Creates the tables and the ticket queue, seeds and opens the demo event, builds the functions
+/// and starts the background loops.
+async fn prepare(
     args: &DevArgs,
     repo: &Path,
     stack: &LocalStack,
@@ -221,7 +274,7 @@ async fn serve(
     seats: &[lineup::ledger::NewSeat],
     signing_key: SigningKey,
     webhook_secret: WebhookSecret,
-) -> Result<(), DevError> {
+) -> Result<Prepared, DevError> {
     let aws = lineup::aws::AwsSettings::local(&stack.aws_endpoint_url);
     let dynamodb = lineup::aws::dynamodb(&aws);
     let sqs = lineup::aws::sqs(&aws);
@@ -239,12 +292,10 @@ async fn serve(
         .await
         .map_err(|source| DevError::TicketQueue(Box::new(source)))?
         .queue_url
-        .unwrap_or_default();
-    let hold_duration = Duration::from_secs(args.hold_seconds);
-    let ledger =
-        DynamoLedger::new(dynamodb.clone(), tables.clone()).with_hold_duration(hold_duration);
-    let redis_timeout = Duration::from_secs(2);
-    let queue = || RedisQueue::new(&stack.redis_url, redis_timeout);
+        .ok_or(DevError::NoQueueUrl)?;
+    let ledger = DynamoLedger::new(dynamodb.clone(), tables.clone())
+        .with_hold_duration(Duration::from_secs(args.hold_seconds));
+    let queue = || RedisQueue::new(&stack.redis_url, Duration::from_secs(2));
 
     eprintln!(
         "lineup dev: seeding {} seats for event {event}",
@@ -287,18 +338,16 @@ async fn serve(
         },
     });
 
-    let stream_arn = outbox_pump::stream_arn(&dynamodb, &tables.outbox).await?;
     let pump = OutboxPump {
         streams: endpoints::dynamodb_streams(&aws),
-        stream_arn,
+        stream_arn: outbox_pump::stream_arn(&dynamodb, &tables.outbox).await?,
         publisher: Arc::new(SqsPublisher::new(sqs.clone(), ticket_queue_url.clone())),
         poll_every: Duration::from_millis(250),
     };
     let desk = ticket_desk::TicketDesk::default();
-    let api_base = format!("http://127.0.0.1:{}", args.port);
     let provider = payment_provider::PaymentProvider::new(
         webhook_secret,
-        api_base.clone(),
+        format!("http://127.0.0.1:{}", args.port),
         args.duplicate_webhooks,
     );
     let info = DevInfo {
@@ -318,47 +367,69 @@ async fn serve(
         dev: true,
     };
 
-    let background = [
-        tokio::spawn(schedules::admit_forever(
-            queue()?,
-            Duration::from_millis(args.admit_tick_ms),
-        )),
-        tokio::spawn(schedules::expire_forever(
-            ledger.clone(),
-            queue()?,
-            Duration::from_secs(args.expire_every_seconds.max(1)),
-        )),
-        tokio::spawn(pump.run()),
-        tokio::spawn(desk.clone().consume(sqs, ticket_queue_url)),
-    ];
+    let mut background = JoinSet::new();
+    background.spawn(schedules::admit_forever(
+        queue()?,
+        Duration::from_millis(args.admit_tick_ms),
+    ));
+    background.spawn(schedules::expire_forever(
+        ledger,
+        queue()?,
+        Duration::from_secs(args.expire_every_seconds),
+    ));
+    background.spawn(pump.run());
+    background.spawn(desk.clone().consume(sqs, ticket_queue_url));
 
     let web_dir = args.web_dir.clone().unwrap_or_else(|| repo.join("web"));
-    let app = router(functions, provider, desk, info, &web_dir);
-    let address = SocketAddr::from(([127, 0, 0, 1], args.port));
-    let listener = tokio::net::TcpListener::bind(address)
-        .await
-        .map_err(|source| DevError::Listen {
-            port: args.port,
-            source,
-        })?;
+    Ok(Prepared {
+        app: router(functions, provider, desk, info, &web_dir)?,
+        background,
+        event,
+    })
+}
+
+/// Serves until Ctrl-C, then stops the background loops.
+async fn serve(
+    prepared: Prepared,
+    listener: tokio::net::TcpListener,
+    stop: &StopSignal,
+    args: &DevArgs,
+) -> Result<(), DevError> {
+    let Prepared {
+        app,
+        background,
+        event,
+    } = prepared;
+    let base = format!("http://127.0.0.1:{}", args.port);
     println!();
-    println!("  Lineup is running: {api_base}/");
-    println!("  waiting-room page  {api_base}/");
-    println!("  API                {api_base}/events/{event}/queue  (Authorization: Bearer <JWT>; the sub claim is NOT verified locally)");
-    println!("  payment provider   {api_base}/dev/payments   ticket desk {api_base}/dev/tickets");
+    println!("  Lineup is running: {base}/");
+    println!("  waiting-room page  {base}/");
+    println!("  API                {base}/events/{event}/queue  (Authorization: Bearer <JWT>; the sub claim is NOT verified locally)");
+    println!("  payment provider   {base}/dev/payments   ticket desk {base}/dev/tickets");
     println!("  Ctrl-C stops everything.");
     println!();
     let served = axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown_signal())
+    .with_graceful_shutdown({
+        let stop = stop.clone();
+        async move { stop.requested().await }
+    })
     .await
     .map_err(DevError::Serve);
-    for task in background {
-        task.abort();
-    }
+    drop(background);
     served
+}
+
+/// API Gateway answers an unknown route or method with 404; so does the dev server, in Lineup's
+/// error shape, for `/dev/*` and missing files too.
+async fn route_not_found() -> axum::response::Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "route_not_found",
+        "no route matches this method and path",
+    )
 }
 
 fn router(
@@ -367,10 +438,11 @@ fn router(
     desk: ticket_desk::TicketDesk,
     info: DevInfo,
     web_dir: &Path,
-) -> Router {
+) -> Result<Router, DevError> {
     let mut api = Router::new();
     for route in routes::routes() {
-        let filter = MethodFilter::try_from(route.method.clone()).unwrap_or(MethodFilter::GET);
+        let filter = MethodFilter::try_from(route.method.clone())
+            .map_err(|_| DevError::RouteMethod(route.key()))?;
         let path = route.path;
         let route = Arc::new(route);
         api = api.route(
@@ -380,15 +452,7 @@ fn router(
             }),
         );
     }
-    let api = api
-        .method_not_allowed_fallback(|| async {
-            error(
-                StatusCode::NOT_FOUND,
-                "route_not_found",
-                "no route matches this method and path",
-            )
-        })
-        .with_state(functions);
+    let api = api.with_state(functions);
     let payments = Router::new()
         .route("/dev/payments", post(payment_provider::take_payment))
         .route(
@@ -406,19 +470,16 @@ fn router(
             get(|State(info): State<Arc<DevInfo>>| async move { Json((*info).clone()) }),
         )
         .with_state(Arc::new(info));
-    let not_found = || async {
-        error(
-            StatusCode::NOT_FOUND,
-            "route_not_found",
-            "no route matches this method and path",
-        )
-    };
-    Router::new()
+    let page = ServeDir::new(web_dir)
+        .call_fallback_on_method_not_allowed(true)
+        .fallback(route_not_found.into_service());
+    Ok(Router::new()
         .merge(api)
         .merge(payments)
         .merge(tickets)
         .merge(info)
-        .fallback_service(ServeDir::new(web_dir).fallback(get(not_found)))
+        .method_not_allowed_fallback(route_not_found)
+        .fallback_service(page))
 }
 
 /// Ctrl-C (SIGINT) or SIGTERM.
