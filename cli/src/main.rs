@@ -9,12 +9,13 @@ use lineup::ledger::dynamo::tables::create_tables;
 use lineup::queue::EventSettingsStore;
 use lineup_cli::commands::{Cli, Command, EventAction, SeedArgs};
 use lineup_cli::{dev, event_admin, simulate, venue};
+use tracing::level_filters::LevelFilter;
 
 type Failure = Box<dyn std::error::Error>;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    lineup::logging::init();
+    init_logging();
     match run(Cli::parse().command).await {
         Ok(code) => code,
         Err(failure) => {
@@ -27,6 +28,19 @@ async fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Text logs on stderr (stdout is for what a command prints), at `RUST_LOG`'s level or INFO.
+fn init_logging() {
+    let level = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|level| level.parse::<LevelFilter>().ok())
+        .unwrap_or(LevelFilter::INFO);
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_target(false)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 async fn run(command: Command) -> Result<ExitCode, Failure> {

@@ -12,16 +12,87 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use super::latency::LatencyRecorder;
+use crate::dev::ticket_desk::Ticket;
 
-/// Route keys, as in the contract (and in the latency table).
+/// The routes the simulation calls, each named by its key (as in the contract, and in the
+/// latency table).
 pub mod routes {
-    pub const JOIN: &str = "POST /events/{eventId}/queue";
-    pub const POLL: &str = "GET /events/{eventId}/queue/{queueId}";
-    pub const LEAVE: &str = "DELETE /events/{eventId}/queue/{queueId}";
-    pub const SEATS: &str = "GET /events/{eventId}/seats";
-    pub const HOLD: &str = "POST /events/{eventId}/holds";
-    pub const RELEASE: &str = "DELETE /events/{eventId}/holds/{orderId}";
-    pub const ORDER: &str = "GET /orders/{orderId}";
+    use std::sync::LazyLock;
+
+    use reqwest::Method;
+
+    use crate::dev::routes::{routes, Route};
+
+    /// The contract's routes: the dev server's own list (its tests check it against
+    /// `template.yaml`), each with its key computed once so requests can name it for good.
+    static CONTRACT: LazyLock<Vec<(Route, String)>> = LazyLock::new(|| {
+        routes()
+            .into_iter()
+            .map(|route| {
+                let key = route.key();
+                (route, key)
+            })
+            .collect()
+    });
+
+    /// One of the contract's routes.
+    #[derive(Clone, Copy)]
+    pub struct ContractRoute {
+        route: &'static Route,
+        pub key: &'static str,
+    }
+
+    impl ContractRoute {
+        pub fn method(&self) -> Method {
+            self.route.method.clone()
+        }
+
+        /// The route's path with its `{parameter}`s filled in.
+        pub fn path(&self, parameters: &[(&str, &str)]) -> String {
+            parameters
+                .iter()
+                .fold(self.route.path.to_owned(), |path, (name, value)| {
+                    path.replace(&format!("{{{name}}}"), value)
+                })
+        }
+    }
+
+    /// The contract's route `method path`. There is always one: the tests look up every route
+    /// below (a missing one is a simulator bug, so it panics).
+    fn contract(method: Method, path: &str) -> ContractRoute {
+        CONTRACT
+            .iter()
+            .find(|(route, _)| route.method == method && route.path == path)
+            .map(|(route, key)| ContractRoute {
+                route,
+                key: key.as_str(),
+            })
+            .unwrap_or_else(|| panic!("the contract has no route {method} {path}"))
+    }
+
+    pub fn join() -> ContractRoute {
+        contract(Method::POST, "/events/{eventId}/queue")
+    }
+    pub fn poll() -> ContractRoute {
+        contract(Method::GET, "/events/{eventId}/queue/{queueId}")
+    }
+    pub fn leave() -> ContractRoute {
+        contract(Method::DELETE, "/events/{eventId}/queue/{queueId}")
+    }
+    pub fn seats() -> ContractRoute {
+        contract(Method::GET, "/events/{eventId}/seats")
+    }
+    pub fn hold() -> ContractRoute {
+        contract(Method::POST, "/events/{eventId}/holds")
+    }
+    pub fn release() -> ContractRoute {
+        contract(Method::DELETE, "/events/{eventId}/holds/{orderId}")
+    }
+    pub fn order() -> ContractRoute {
+        contract(Method::GET, "/orders/{orderId}")
+    }
+
+    /// `lineup dev`'s own routes, beside the contract's.
     pub const PAY: &str = "POST /dev/payments";
     pub const DEV_INFO: &str = "GET /dev/info";
     pub const TICKETS: &str = "GET /dev/tickets";
@@ -165,12 +236,28 @@ struct Call<'a> {
     repeatable: bool,
 }
 
+impl<'a> Call<'a> {
+    /// A call of the contract's `route`, with its path parameters, and nothing else yet.
+    fn to(route: routes::ContractRoute, parameters: &[(&str, &str)], bearer: &'a str) -> Self {
+        Self {
+            route: route.key,
+            method: route.method(),
+            path: route.path(parameters),
+            bearer: Some(bearer),
+            queue_token: None,
+            body: None,
+            repeatable: true,
+        }
+    }
+}
+
 /// The API of one `lineup dev` server, shared by every customer.
 pub struct Api {
     http: reqwest::Client,
     base: String,
     latency: Arc<LatencyRecorder>,
     unavailable: AtomicU64,
+    server_errors: AtomicU64,
 }
 
 impl Api {
@@ -189,6 +276,7 @@ impl Api {
             base: base.trim_end_matches('/').to_owned(),
             latency,
             unavailable: AtomicU64::new(0),
+            server_errors: AtomicU64::new(0),
         })
     }
 
@@ -199,6 +287,11 @@ impl Api {
     /// How many 503 answers were seen (each one retried).
     pub fn unavailable_answers(&self) -> u64 {
         self.unavailable.load(Ordering::Relaxed)
+    }
+
+    /// How many answers were a 5xx other than 503 (none is ever allowed).
+    pub fn server_errors(&self) -> u64 {
+        self.server_errors.load(Ordering::Relaxed)
     }
 
     async fn send(&self, call: Call<'_>) -> Result<Answer, CallError> {
@@ -248,6 +341,9 @@ impl Api {
                 route: call.route,
                 source,
             })?;
+            if status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE {
+                self.server_errors.fetch_add(1, Ordering::Relaxed);
+            }
             if status == StatusCode::SERVICE_UNAVAILABLE {
                 self.unavailable.fetch_add(1, Ordering::Relaxed);
                 unavailable_attempts += 1;
@@ -274,13 +370,8 @@ impl Api {
     pub async fn join(&self, jwt: &str, event: &str) -> Result<Standing, CallError> {
         let answer = self
             .send(Call {
-                route: routes::JOIN,
-                method: Method::POST,
-                path: format!("/events/{event}/queue"),
-                bearer: Some(jwt),
-                queue_token: None,
                 body: Some(serde_json::json!({})),
-                repeatable: true,
+                ..Call::to(routes::join(), &[("eventId", event)], jwt)
             })
             .await?;
         match answer.status {
@@ -300,15 +391,11 @@ impl Api {
         queue_id: &str,
     ) -> Result<Option<Standing>, CallError> {
         let answer = self
-            .send(Call {
-                route: routes::POLL,
-                method: Method::GET,
-                path: format!("/events/{event}/queue/{queue_id}"),
-                bearer: Some(jwt),
-                queue_token: None,
-                body: None,
-                repeatable: true,
-            })
+            .send(Call::to(
+                routes::poll(),
+                &[("eventId", event), ("queueId", queue_id)],
+                jwt,
+            ))
             .await?;
         match answer.status {
             StatusCode::OK => Standing::from_answer(&answer).map(Some),
@@ -324,15 +411,11 @@ impl Api {
     /// `false`: there was nothing to leave.
     pub async fn leave(&self, jwt: &str, event: &str, queue_id: &str) -> Result<bool, CallError> {
         let answer = self
-            .send(Call {
-                route: routes::LEAVE,
-                method: Method::DELETE,
-                path: format!("/events/{event}/queue/{queue_id}"),
-                bearer: Some(jwt),
-                queue_token: None,
-                body: None,
-                repeatable: true,
-            })
+            .send(Call::to(
+                routes::leave(),
+                &[("eventId", event), ("queueId", queue_id)],
+                jwt,
+            ))
             .await?;
         match answer.status {
             StatusCode::NO_CONTENT => Ok(true),
@@ -343,15 +426,7 @@ impl Api {
 
     pub async fn seat_map(&self, jwt: &str, event: &str) -> Result<Vec<SeatView>, CallError> {
         let answer = self
-            .send(Call {
-                route: routes::SEATS,
-                method: Method::GET,
-                path: format!("/events/{event}/seats"),
-                bearer: Some(jwt),
-                queue_token: None,
-                body: None,
-                repeatable: true,
-            })
+            .send(Call::to(routes::seats(), &[("eventId", event)], jwt))
             .await?;
         match answer.status {
             StatusCode::OK => Ok(answer.json::<SeatMapBody>()?.seats),
@@ -368,14 +443,11 @@ impl Api {
     ) -> Result<HoldAnswer, CallError> {
         let answer = self
             .send(Call {
-                route: routes::HOLD,
-                method: Method::POST,
-                path: format!("/events/{event}/holds"),
-                bearer: Some(jwt),
                 queue_token: Some(queue_token),
                 body: Some(serde_json::json!({ "seatIds": seat_ids })),
-                // The contract: the same seats again give back the same order, never a second.
-                repeatable: true,
+                // Repeatable (`to`'s default): the contract gives the same seats again the same
+                // order back, never a second.
+                ..Call::to(routes::hold(), &[("eventId", event)], jwt)
             })
             .await?;
         match answer.status {
@@ -397,15 +469,11 @@ impl Api {
     /// `false`: the order was no longer pending (409 `order_not_pending`).
     pub async fn release(&self, jwt: &str, event: &str, order: &str) -> Result<bool, CallError> {
         let answer = self
-            .send(Call {
-                route: routes::RELEASE,
-                method: Method::DELETE,
-                path: format!("/events/{event}/holds/{order}"),
-                bearer: Some(jwt),
-                queue_token: None,
-                body: None,
-                repeatable: true,
-            })
+            .send(Call::to(
+                routes::release(),
+                &[("eventId", event), ("orderId", order)],
+                jwt,
+            ))
             .await?;
         match answer.status {
             StatusCode::NO_CONTENT => Ok(true),
@@ -416,15 +484,7 @@ impl Api {
 
     pub async fn order(&self, jwt: &str, order: &str) -> Result<OrderView, CallError> {
         let answer = self
-            .send(Call {
-                route: routes::ORDER,
-                method: Method::GET,
-                path: format!("/orders/{order}"),
-                bearer: Some(jwt),
-                queue_token: None,
-                body: None,
-                repeatable: true,
-            })
+            .send(Call::to(routes::order(), &[("orderId", order)], jwt))
             .await?;
         match answer.status {
             StatusCode::OK => answer.json(),
@@ -471,7 +531,7 @@ impl Api {
         .await
     }
 
-    pub async fn tickets(&self, event: &str) -> Result<Vec<DeskEntry>, CallError> {
+    pub async fn tickets(&self, event: &str) -> Result<Vec<Ticket>, CallError> {
         let answer = self
             .send(Call {
                 route: routes::TICKETS,
@@ -586,36 +646,47 @@ pub enum HoldAnswer {
 
 #[derive(Debug, Deserialize)]
 struct TicketsBody {
-    tickets: Vec<DeskEntry>,
+    tickets: Vec<Ticket>,
 }
 
-/// What the ticket desk received from the SQS FIFO queue for one order.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DeskEntry {
-    pub order_id: String,
-    /// How many SQS messages arrived for the order.
-    pub messages: u64,
-    pub ticket: DeskTicket,
-}
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
 
-/// The outbox event's body (see the contract's `OutboxEvent`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DeskTicket {
-    pub outbox_id: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub event_id: String,
-    pub order_id: String,
-    pub customer_id: String,
-    pub seat_ids: Vec<String>,
-    pub amount: i64,
-    pub currency: String,
-}
+    use super::routes;
+    use crate::dev::routes::{routes as contract, Route};
 
-impl DeskTicket {
-    pub fn is_ticket_issued(&self) -> bool {
-        self.kind == "ticket_issued"
+    #[test]
+    fn customers_call_every_customer_route_of_the_contract_by_its_own_key() {
+        let called: BTreeSet<&str> = [
+            routes::join(),
+            routes::poll(),
+            routes::leave(),
+            routes::seats(),
+            routes::hold(),
+            routes::release(),
+            routes::order(),
+        ]
+        .iter()
+        .map(|route| route.key)
+        .collect();
+        let customer_routes: Vec<String> = contract()
+            .iter()
+            .filter(|route| route.authorized)
+            .map(Route::key)
+            .collect();
+        let customer_routes: BTreeSet<&str> = customer_routes.iter().map(String::as_str).collect();
+        assert_eq!(called, customer_routes);
+    }
+
+    #[test]
+    fn a_path_is_its_template_filled_in() {
+        let release = routes::release();
+        assert_eq!(release.key, "DELETE /events/{eventId}/holds/{orderId}");
+        assert_eq!(release.method(), reqwest::Method::DELETE);
+        assert_eq!(
+            release.path(&[("eventId", "sim-1"), ("orderId", "o-2")]),
+            "/events/sim-1/holds/o-2"
+        );
     }
 }

@@ -101,11 +101,24 @@ impl Outcome {
     }
 }
 
-/// An order whose final status the customer saw.
+/// An order whose final status the customer saw: PAID or REFUND_REQUIRED on the order page, or
+/// RELEASED when their release was accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeenOrder {
     pub order_id: String,
     pub status: String,
+    /// The order's seats, as the customer was shown them.
+    pub seat_ids: Vec<String>,
+}
+
+impl SeenOrder {
+    fn of(order: &OrderView) -> Self {
+        Self {
+            order_id: order.order_id.clone(),
+            status: order.status.clone(),
+            seat_ids: order.seat_ids.clone(),
+        }
+    }
 }
 
 /// What one customer did and saw.
@@ -272,6 +285,12 @@ impl Customer {
             AfterHold::Release => {
                 self.pause(context.think).await;
                 let released = api.release(&self.jwt, event, &order.order_id).await?;
+                if released {
+                    self.report.seen.push(SeenOrder {
+                        status: "RELEASED".to_owned(),
+                        ..SeenOrder::of(&order)
+                    });
+                }
                 api.leave(&self.jwt, event, &queue_id).await?;
                 Ok(if released {
                     Outcome::Released {
@@ -405,10 +424,7 @@ impl Customer {
             let now = context.api.order(&self.jwt, &order.order_id).await?;
             match now.status.as_str() {
                 "PAID" => {
-                    self.report.seen.push(SeenOrder {
-                        order_id: now.order_id.clone(),
-                        status: now.status.clone(),
-                    });
+                    self.report.seen.push(SeenOrder::of(&now));
                     LiveCounters::bump(&context.counters.orders_paid);
                     context.counters.seats_sold.fetch_add(
                         now.seat_ids.len() as u64,
@@ -420,10 +436,7 @@ impl Customer {
                     });
                 }
                 "REFUND_REQUIRED" => {
-                    self.report.seen.push(SeenOrder {
-                        order_id: now.order_id.clone(),
-                        status: now.status.clone(),
-                    });
+                    self.report.seen.push(SeenOrder::of(&now));
                     // A refunded customer keeps the admission; this one goes home instead.
                     context
                         .api

@@ -42,7 +42,7 @@ pub enum SimulateError {
     Seed {
         event: String,
         #[source]
-        source: lineup::LineupError,
+        source: crate::event_admin::AdminError,
     },
 
     #[error("the dev server's Redis URL {url} is unusable")]
@@ -56,7 +56,7 @@ pub enum SimulateError {
     ConfigureQueue {
         event: String,
         #[source]
-        source: lineup::LineupError,
+        source: crate::event_admin::AdminError,
     },
 
     #[error("cannot read table {table}")]

@@ -1,15 +1,19 @@
 //! The promises a sale must keep, checked against what was stored and delivered: no seat sold
-//! twice, the sold seats are exactly the paid orders' seats, one ticket message per paid order,
-//! every paid amount is the seats' prices, and the customers' own view agrees. Pure functions
-//! over plain data, so each check can be tested with a hand-made broken case.
+//! twice, the sold seats are exactly the paid orders' seats, one ticket per paid order, every
+//! paid amount is the seats' prices, the customers' own view agrees, holds hold their own seats
+//! and nothing once they end; and that the run itself was sound (something sold, no customer
+//! met an answer the contract does not allow...), without which the rest proves nothing. Pure
+//! functions over plain data, so each check can be tested with a hand-made broken case.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use lineup::outbox::OutboxEventKind;
 use serde::Serialize;
 
-use super::api_client::DeskEntry;
-use super::customer::SeenOrder;
+use super::customer::{CustomerReport, Outcome, SeenOrder};
+use super::desk::DeskCounts;
 use super::stored::{StoredOrder, StoredSeat};
+use crate::dev::ticket_desk::Ticket;
 
 /// One invariant's verdict, with a line saying what was found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -23,14 +27,59 @@ pub struct InvariantCheck {
 pub struct Observed<'a> {
     pub seats: &'a [StoredSeat],
     pub orders: &'a [StoredOrder],
-    pub desk: &'a [DeskEntry],
+    pub desk: &'a [Ticket],
     /// The seeded price of every seat.
     pub prices: &'a HashMap<String, i64>,
-    /// Orders whose final status customers saw (PAID or REFUND_REQUIRED).
+    /// Orders whose final status customers saw (PAID, REFUND_REQUIRED or RELEASED).
     pub seen: &'a [SeenOrder],
+    pub run: &'a RunFacts,
 }
 
+/// How the run itself went, beside what it stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunFacts {
+    /// Customers whose visit ended `Failed`: (customer, the answer that did it).
+    pub failed: Vec<(String, String)>,
+    /// Orders paid that never showed PAID or REFUND_REQUIRED to their customer.
+    pub unconfirmed: Vec<String>,
+    /// Customer tasks still going at `--timeout` (stopped).
+    pub unfinished: usize,
+    pub panicked: usize,
+    /// Whether the ticket desk heard of every settled order.
+    pub desk_caught_up: bool,
+    /// 5xx answers, other than the 503s that were retried.
+    pub server_errors: u64,
+}
+
+impl RunFacts {
+    /// The customers' part; the caller adds the rest.
+    pub fn of(customers: &[CustomerReport]) -> Self {
+        let mut facts = Self::default();
+        for customer in customers {
+            match &customer.outcome {
+                Outcome::Failed => facts.failed.push((
+                    customer.customer_id.clone(),
+                    customer
+                        .problem
+                        .as_ref()
+                        .map_or_else(|| "no problem recorded".to_owned(), |p| p.kind()),
+                )),
+                Outcome::PaymentUnconfirmed { order_id } => {
+                    facts.unconfirmed.push(order_id.clone())
+                }
+                _ => {}
+            }
+        }
+        facts
+    }
+}
+
+const PENDING: &str = "PENDING";
 const PAID: &str = "PAID";
+const REFUND_REQUIRED: &str = "REFUND_REQUIRED";
+const RELEASED: &str = "RELEASED";
+const EXPIRED: &str = "EXPIRED";
+const HELD: &str = "HELD";
 const SOLD: &str = "SOLD";
 /// At most this many instances of each kind of problem in a detail line.
 const EXAMPLES: usize = 3;
@@ -86,6 +135,8 @@ pub fn check_all(observed: &Observed<'_>) -> Vec<InvariantCheck> {
         one_ticket_per_paid_order(observed),
         paid_amounts_match_prices(observed),
         customers_view_agrees(observed),
+        the_run_was_sound(observed),
+        holds_hold_their_own_seats(observed),
     ]
 }
 
@@ -187,91 +238,136 @@ pub fn sold_seats_are_the_paid_seats(observed: &Observed<'_>) -> InvariantCheck 
     )
 }
 
-/// (3) Every PAID order has exactly one message, a `ticket_issued` matching the order; no
-/// `ticket_issued` for an order that is not PAID; `refund_required` only for REFUND_REQUIRED.
+/// (3) Exactly one distinct `ticket_issued` outbox event (by outbox id) per PAID order, matching
+/// the order, and one `refund_required` per REFUND_REQUIRED order; no event for an order in any
+/// other state. SQS messages are counted for information only: delivery is at-least-once (FIFO
+/// deduplication lasts five minutes, and moto forgets a message's deduplication id once it is
+/// deleted), so a second message with the same outbox id is allowed; consumers are idempotent
+/// on `outboxId`.
 pub fn one_ticket_per_paid_order(observed: &Observed<'_>) -> InvariantCheck {
-    let desk: HashMap<&str, &DeskEntry> = observed
+    let desk: HashMap<&str, &Ticket> = observed
         .desk
         .iter()
-        .map(|entry| (entry.order_id.as_str(), entry))
+        .map(|ticket| (ticket.order_id.as_str(), ticket))
         .collect();
-    let orders = orders_by_id(observed);
     let mut problems = Problems::default();
-    for order in paid_orders(observed) {
+    let mut settled = (0, 0);
+    for order in observed.orders {
+        let (kind, missing) = match order.status.as_str() {
+            PAID => {
+                settled.0 += 1;
+                (
+                    OutboxEventKind::TicketIssued,
+                    "PAID order without a ticket_issued event",
+                )
+            }
+            REFUND_REQUIRED => {
+                settled.1 += 1;
+                (
+                    OutboxEventKind::RefundRequired,
+                    "REFUND_REQUIRED order without a refund_required event",
+                )
+            }
+            _ => continue,
+        };
         let id = &order.order_id;
         let Some(entry) = desk.get(id.as_str()) else {
             problems.add(
-                "PAID order without a message",
-                format!("PAID order {id} has no message"),
+                missing,
+                format!(
+                    "{} order {id} has no {} event",
+                    order.status,
+                    kind_name(kind)
+                ),
             );
             continue;
         };
-        let ticket = &entry.ticket;
-        if !ticket.is_ticket_issued() {
+        let event = &entry.ticket;
+        if event.kind != kind {
             problems.add(
-                "PAID order with a message of another type",
-                format!("PAID order {id} got a {} message", ticket.kind),
+                "settled order with an event of another type",
+                format!(
+                    "{} order {id} got a {} event",
+                    order.status,
+                    kind_name(event.kind)
+                ),
             );
         }
-        if entry.messages != 1 {
+        if entry.outbox_ids.len() != 1 {
             problems.add(
-                "PAID order with several messages",
-                format!("PAID order {id} got {} messages", entry.messages),
+                "settled order with several outbox events",
+                format!(
+                    "{} order {id} got {} distinct outbox events ({})",
+                    order.status,
+                    entry.outbox_ids.len(),
+                    entry.outbox_ids.join(", ")
+                ),
             );
         }
-        if ticket.seat_ids != order.seat_ids
-            || ticket.amount != order.amount
-            || ticket.customer_id != order.customer_id
+        if event.seat_ids != order.seat_ids
+            || event.amount != order.amount
+            || event.currency != order.currency
+            || event.customer_id != order.customer_id
         {
             problems.add(
-                "ticket unlike its order",
+                "event unlike its order",
                 format!(
-                    "the ticket of order {id} says seats {:?}, {} for {}; the order: {:?}, {} \
-                     for {}",
-                    ticket.seat_ids,
-                    ticket.amount,
-                    ticket.customer_id,
+                    "the {} event of order {id} says seats {:?}, {} {} for {}; the order: {:?}, \
+                     {} {} for {}",
+                    kind_name(event.kind),
+                    event.seat_ids,
+                    event.amount,
+                    event.currency,
+                    event.customer_id,
                     order.seat_ids,
                     order.amount,
+                    order.currency,
                     order.customer_id
                 ),
             );
         }
     }
+    let orders = orders_by_id(observed);
     for entry in observed.desk {
         let status = orders
             .get(entry.order_id.as_str())
             .map(|order| order.status.as_str());
-        let allowed = match (entry.ticket.is_ticket_issued(), status) {
-            (true, Some(PAID)) => true,
-            (false, Some("REFUND_REQUIRED")) => entry.messages == 1,
-            _ => false,
-        };
+        let allowed = matches!(
+            (entry.ticket.kind, status),
+            (OutboxEventKind::TicketIssued, Some(PAID))
+                | (OutboxEventKind::RefundRequired, Some(REFUND_REQUIRED))
+        );
         if !allowed {
             problems.add(
-                "message for an order that is not PAID",
+                "event for an order in another state",
                 format!(
-                    "{} {} message(s) for order {}, which is {}",
-                    entry.messages,
-                    entry.ticket.kind,
+                    "{} event(s) {} ({}) delivered for order {}, which is {}",
+                    entry.outbox_ids.len(),
+                    entry.outbox_ids.join(", "),
+                    kind_name(entry.ticket.kind),
                     entry.order_id,
                     status.unwrap_or("not in the orders table")
                 ),
             );
         }
     }
-    let issued = observed
-        .desk
-        .iter()
-        .filter(|e| e.ticket.is_ticket_issued())
-        .count();
+    let counts = DeskCounts::of(observed.desk);
     problems.verdict(
-        "one ticket message per paid order",
+        "one ticket_issued event per paid order",
         format!(
-            "{issued} ticket_issued messages for {} PAID orders, one each, matching the orders",
-            paid_orders(observed).count()
+            "{} PAID orders got one ticket_issued outbox event each, {} REFUND_REQUIRED one \
+             refund_required each, matching the orders (for information: {} SQS messages, {} \
+             deliveries)",
+            settled.0, settled.1, counts.messages, counts.deliveries
         ),
     )
+}
+
+fn kind_name(kind: OutboxEventKind) -> &'static str {
+    match kind {
+        OutboxEventKind::TicketIssued => "ticket_issued",
+        OutboxEventKind::RefundRequired => "refund_required",
+    }
 }
 
 /// (4) Every PAID order's amount is the sum of its seats' prices.
@@ -334,21 +430,193 @@ pub fn customers_view_agrees(observed: &Observed<'_>) -> InvariantCheck {
             ),
         }
     }
-    let seen_paid = observed.seen.iter().filter(|s| s.status == PAID).count();
-    let table_paid = paid_orders(observed).count();
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for order in observed.seen {
+        *seen.entry(order.status.as_str()).or_default() += 1;
+    }
+    let seen: Vec<String> = seen
+        .iter()
+        .map(|(status, n)| format!("{n} {status}"))
+        .collect();
     problems.verdict(
         "customers' view agrees with the tables",
         format!(
-            "{seen_paid} orders customers saw PAID are PAID ({table_paid} PAID in the table); \
-             {} seen REFUND_REQUIRED agree",
-            observed.seen.len() - seen_paid
+            "the orders customers saw settled are so stored ({}; {} PAID in the table)",
+            if seen.is_empty() {
+                "none".to_owned()
+            } else {
+                seen.join(", ")
+            },
+            paid_orders(observed).count()
+        ),
+    )
+}
+
+/// (6) The run itself was sound, without which the other checks prove little (they all pass on
+/// an empty sale): something was sold; no customer met an answer the contract does not allow
+/// (every 5xx among them); every payment settled as PAID or REFUND_REQUIRED; every customer
+/// finished; the ticket desk caught up; the seat table has the seats seeded.
+pub fn the_run_was_sound(observed: &Observed<'_>) -> InvariantCheck {
+    let run = observed.run;
+    let orders = orders_by_id(observed);
+    let seeded = observed.prices.len();
+    let paid = paid_orders(observed).count();
+    let mut problems = Problems::default();
+    if observed.seats.len() != seeded {
+        problems.add(
+            "seat table unlike the seeding",
+            format!("{} seats stored for {seeded} seeded", observed.seats.len()),
+        );
+    }
+    if paid == 0 && seeded > 0 {
+        problems.add(
+            "nothing sold",
+            format!("no order was paid, with {seeded} seats on sale"),
+        );
+    }
+    for (customer, what) in &run.failed {
+        problems.add("customer ended Failed", format!("{customer}: {what}"));
+    }
+    for order in &run.unconfirmed {
+        let stored = orders
+            .get(order.as_str())
+            .map_or("not in the orders table", |order| order.status.as_str());
+        problems.add(
+            "payment never confirmed",
+            format!(
+                "order {order} was paid but never showed PAID or REFUND_REQUIRED (stored: \
+                 {stored})"
+            ),
+        );
+    }
+    if run.unfinished > 0 {
+        problems.add(
+            "customers unfinished",
+            format!("{} customers were still going at --timeout", run.unfinished),
+        );
+    }
+    if run.panicked > 0 {
+        problems.add(
+            "customer tasks panicked",
+            format!("{} customer tasks panicked", run.panicked),
+        );
+    }
+    if !run.desk_caught_up {
+        problems.add(
+            "ticket desk behind",
+            "the ticket desk did not hear of every settled order in time".to_owned(),
+        );
+    }
+    if run.server_errors > 0 {
+        problems.add(
+            "5xx answers",
+            format!("{} answers were 5xx (not 503)", run.server_errors),
+        );
+    }
+    problems.verdict(
+        "the run itself was sound",
+        format!(
+            "{paid} orders paid, {seeded} seats stored as seeded; no customer failed, every \
+             payment settled, every customer finished, no 5xx; the ticket desk caught up"
+        ),
+    )
+}
+
+/// (7) A hold holds its own seats while it lasts, and nothing once it ended: every HELD seat is
+/// held by a PENDING order that lists it; no RELEASED or EXPIRED order still holds (or owns) a
+/// seat; the seats of every hold a customer saw released are no longer that order's.
+pub fn holds_hold_their_own_seats(observed: &Observed<'_>) -> InvariantCheck {
+    let orders = orders_by_id(observed);
+    let ended = |status: &str| status == RELEASED || status == EXPIRED;
+    let mut problems = Problems::default();
+    let mut held = 0;
+    for seat in observed.seats.iter().filter(|seat| seat.status == HELD) {
+        held += 1;
+        let seat_id = &seat.seat_id;
+        match seat.held_by.as_deref().map(|id| (id, orders.get(id))) {
+            None => problems.add(
+                "HELD seat without a holder",
+                format!("{seat_id} is HELD by no order"),
+            ),
+            Some((id, None)) => problems.add(
+                "HELD seat held by an unknown order",
+                format!("{seat_id} is HELD by unknown order {id}"),
+            ),
+            // Reported below, with the ended orders' other seats.
+            Some((_, Some(order))) if ended(&order.status) => {}
+            Some((id, Some(order))) if order.status != PENDING => problems.add(
+                "HELD seat of a settled order",
+                format!("{seat_id} is HELD by order {id}, which is {}", order.status),
+            ),
+            Some((id, Some(order))) if !order.seat_ids.contains(seat_id) => problems.add(
+                "HELD seat held by an order without it",
+                format!("{seat_id} is HELD by order {id}, which does not list it"),
+            ),
+            Some(_) => {}
+        }
+    }
+    let mut taken_by: HashMap<&str, Vec<&StoredSeat>> = HashMap::new();
+    for seat in observed.seats {
+        if let (HELD | SOLD, Some(holder)) = (seat.status.as_str(), seat.held_by.as_deref()) {
+            taken_by.entry(holder).or_default().push(seat);
+        }
+    }
+    let mut reported: HashSet<(&str, &str)> = HashSet::new();
+    let mut ended_orders = 0;
+    for order in observed.orders.iter().filter(|o| ended(&o.status)) {
+        ended_orders += 1;
+        for seat in taken_by.get(order.order_id.as_str()).into_iter().flatten() {
+            reported.insert((&seat.seat_id, &order.order_id));
+            problems.add(
+                "ended hold still holding a seat",
+                format!(
+                    "{} is {} by order {}, which is {}",
+                    seat.seat_id, seat.status, order.order_id, order.status
+                ),
+            );
+        }
+    }
+    let released: Vec<&SeenOrder> = observed
+        .seen
+        .iter()
+        .filter(|seen| seen.status == RELEASED)
+        .collect();
+    for seen in &released {
+        let still: Vec<&StoredSeat> = taken_by
+            .get(seen.order_id.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|seat| seen.seat_ids.contains(&seat.seat_id))
+            .copied()
+            .collect();
+        for seat in still {
+            if reported.insert((&seat.seat_id, &seen.order_id)) {
+                problems.add(
+                    "released seat still held",
+                    format!(
+                        "{} is still {} by order {}, which its customer released",
+                        seat.seat_id, seat.status, seen.order_id
+                    ),
+                );
+            }
+        }
+    }
+    problems.verdict(
+        "holds hold their own seats, and nothing once ended",
+        format!(
+            "{held} HELD seats, each in the PENDING order holding it; {ended_orders} RELEASED or \
+             EXPIRED orders hold no seat; the seats of the {} holds customers released are free \
+             of them",
+            released.len()
         ),
     )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::api_client::DeskTicket;
+    use std::time::Duration;
+
+    use super::super::api_client::CallError;
     use super::*;
 
     fn seat(id: &str, status: &str, held_by: Option<&str>) -> StoredSeat {
@@ -371,52 +639,63 @@ mod tests {
         }
     }
 
-    fn ticket(order: &StoredOrder, kind: &str, messages: u64) -> DeskEntry {
-        DeskEntry {
-            order_id: order.order_id.clone(),
-            messages,
-            ticket: DeskTicket {
-                outbox_id: format!("ob-{}", order.order_id),
-                kind: kind.to_owned(),
-                event_id: "sim".to_owned(),
-                order_id: order.order_id.clone(),
-                customer_id: order.customer_id.clone(),
-                seat_ids: order.seat_ids.clone(),
-                amount: order.amount,
-                currency: order.currency.clone(),
+    /// What the desk shows for an order whose one outbox event (`kind`) arrived once.
+    fn ticket(order: &StoredOrder, kind: &str) -> Ticket {
+        let outbox_id = format!("ob-{}", order.order_id);
+        serde_json::from_value(serde_json::json!({
+            "orderId": order.order_id,
+            "messages": 1,
+            "deliveries": 1,
+            "outboxIds": [outbox_id],
+            "ticket": {
+                "outboxId": outbox_id,
+                "type": kind,
+                "eventId": "sim",
+                "orderId": order.order_id,
+                "customerId": order.customer_id,
+                "seatIds": order.seat_ids,
+                "amount": order.amount,
+                "currency": order.currency,
+                "occurredAt": "2026-12-01T10:00:00Z",
             },
-        }
+        }))
+        .expect("the desk's JSON")
     }
 
-    fn seen(id: &str, status: &str) -> SeenOrder {
+    fn seen(id: &str, status: &str, seats: &[&str]) -> SeenOrder {
         SeenOrder {
             order_id: id.to_owned(),
             status: status.to_owned(),
+            seat_ids: seats.iter().map(|s| (*s).to_owned()).collect(),
         }
     }
 
     struct Data {
         seats: Vec<StoredSeat>,
         orders: Vec<StoredOrder>,
-        desk: Vec<DeskEntry>,
+        desk: Vec<Ticket>,
         prices: HashMap<String, i64>,
         seen: Vec<SeenOrder>,
+        run: RunFacts,
     }
 
     impl Data {
-        /// A clean sale: o1 paid A-1 and A-2, o2 expired (A-3 back on sale), o3 refunded,
-        /// o4 paid A-4.
+        /// A clean sale: o1 paid A-1 and A-2, o2 expired (A-3 back on sale), o3 paid late and
+        /// was refunded (A-4 had gone to o4), o4 paid A-4, o5 holds A-5, o6 was released (A-6
+        /// back on sale).
         fn healthy() -> Self {
             let orders = vec![
                 order("o1", "PAID", &["A-1", "A-2"], 200),
                 order("o2", "EXPIRED", &["A-3"], 100),
                 order("o3", "REFUND_REQUIRED", &["A-4"], 100),
                 order("o4", "PAID", &["A-4"], 100),
+                order("o5", "PENDING", &["A-5"], 100),
+                order("o6", "RELEASED", &["A-6"], 100),
             ];
             let desk = vec![
-                ticket(&orders[0], "ticket_issued", 1),
-                ticket(&orders[2], "refund_required", 1),
-                ticket(&orders[3], "ticket_issued", 1),
+                ticket(&orders[0], "ticket_issued"),
+                ticket(&orders[2], "refund_required"),
+                ticket(&orders[3], "ticket_issued"),
             ];
             Self {
                 seats: vec![
@@ -424,16 +703,38 @@ mod tests {
                     seat("A-2", "SOLD", Some("o1")),
                     seat("A-3", "AVAILABLE", None),
                     seat("A-4", "SOLD", Some("o4")),
-                    seat("A-5", "HELD", Some("o9")),
+                    seat("A-5", "HELD", Some("o5")),
+                    seat("A-6", "AVAILABLE", None),
                 ],
                 orders,
                 desk,
-                prices: ["A-1", "A-2", "A-3", "A-4", "A-5"]
+                prices: ["A-1", "A-2", "A-3", "A-4", "A-5", "A-6"]
                     .iter()
                     .map(|s| ((*s).to_owned(), 100))
                     .collect(),
-                seen: vec![seen("o1", "PAID"), seen("o3", "REFUND_REQUIRED")],
+                seen: vec![
+                    seen("o1", "PAID", &["A-1", "A-2"]),
+                    seen("o3", "REFUND_REQUIRED", &["A-4"]),
+                    seen("o6", "RELEASED", &["A-6"]),
+                ],
+                run: RunFacts {
+                    desk_caught_up: true,
+                    ..RunFacts::default()
+                },
             }
+        }
+
+        /// Seats seeded, the queue opened, and nobody bought anything.
+        fn nothing_sold() -> Self {
+            let mut data = Self::healthy();
+            data.orders.clear();
+            data.desk.clear();
+            data.seen.clear();
+            for seat in &mut data.seats {
+                seat.status = "AVAILABLE".to_owned();
+                seat.held_by = None;
+            }
+            data
         }
 
         fn check(&self) -> Vec<InvariantCheck> {
@@ -443,10 +744,11 @@ mod tests {
                 desk: &self.desk,
                 prices: &self.prices,
                 seen: &self.seen,
+                run: &self.run,
             })
         }
 
-        /// Which checks fail, by number (1-5).
+        /// Which checks fail, by number (1-7).
         fn failing(&self) -> Vec<usize> {
             self.check()
                 .iter()
@@ -455,94 +757,148 @@ mod tests {
                 .map(|(i, _)| i + 1)
                 .collect()
         }
+
+        /// Check `n`'s detail line.
+        fn detail(&self, n: usize) -> String {
+            self.check()[n - 1].detail.clone()
+        }
     }
 
     #[test]
     fn a_clean_sale_passes_everything() {
         let data = Data::healthy();
         let checks = data.check();
+        assert_eq!(checks.len(), 7);
         assert!(checks.iter().all(|c| c.passed), "{checks:#?}");
         assert_eq!(
             checks[0].detail,
             "3 SOLD seats, each owned by exactly one PAID order"
         );
+        assert_eq!(
+            checks[2].detail,
+            "2 PAID orders got one ticket_issued outbox event each, 1 REFUND_REQUIRED one \
+             refund_required each, matching the orders (for information: 3 SQS messages, 3 \
+             deliveries)"
+        );
+        assert_eq!(
+            checks[4].detail,
+            "the orders customers saw settled are so stored (1 PAID, 1 REFUND_REQUIRED, 1 \
+             RELEASED; 2 PAID in the table)"
+        );
+        assert_eq!(checks[5].name, "the run itself was sound");
     }
 
     #[test]
     fn a_seat_in_two_paid_orders_fails_the_first() {
         let mut data = Data::healthy();
-        data.orders.push(order("o5", "PAID", &["A-2"], 100));
-        data.desk.push(ticket(&data.orders[4], "ticket_issued", 1));
+        data.orders.push(order("o7", "PAID", &["A-2"], 100));
+        data.desk.push(ticket(&data.orders[6], "ticket_issued"));
         assert_eq!(data.failing(), vec![1]);
-        let check = &data.check()[0];
-        assert!(!check.passed);
-        assert!(
-            check.detail.contains("A-2 is in 2 PAID orders"),
-            "{check:?}"
-        );
+        let detail = data.detail(1);
+        assert!(detail.contains("A-2 is in 2 PAID orders"), "{detail}");
     }
 
     #[test]
-    fn a_seat_sold_to_an_unpaid_order_fails() {
+    fn a_seat_sold_to_an_expired_order_fails() {
         let mut data = Data::healthy();
         data.seats[2] = seat("A-3", "SOLD", Some("o2"));
-        assert_eq!(data.failing(), vec![1, 2]);
-        assert!(data.check()[0].detail.contains("which is EXPIRED"));
-        assert!(data.check()[1]
-            .detail
-            .contains("A-3 is SOLD but in no PAID order"));
+        assert_eq!(data.failing(), vec![1, 2, 7]);
+        assert!(data.detail(1).contains("which is EXPIRED"));
+        assert!(data.detail(2).contains("A-3 is SOLD but in no PAID order"));
+        assert!(data
+            .detail(7)
+            .contains("A-3 is SOLD by order o2, which is EXPIRED"));
     }
 
     #[test]
-    fn a_paid_seat_left_unsold_fails_the_second() {
+    fn a_paid_seat_left_held_fails_the_second_and_the_holds() {
         let mut data = Data::healthy();
         data.seats[1] = seat("A-2", "HELD", Some("o1"));
-        assert_eq!(data.failing(), vec![2]);
-        assert!(data.check()[1]
-            .detail
+        assert_eq!(data.failing(), vec![2, 7]);
+        assert!(data
+            .detail(2)
             .contains("A-2 is in a PAID order but not SOLD"));
+        assert!(data
+            .detail(7)
+            .contains("A-2 is HELD by order o1, which is PAID"));
     }
 
     #[test]
-    fn missing_duplicate_or_stray_messages_fail_the_third() {
+    fn missing_duplicate_or_stray_events_fail_the_third() {
         let mut data = Data::healthy();
         data.desk.remove(2);
         assert_eq!(data.failing(), vec![3]);
-        assert!(data.check()[2]
-            .detail
-            .contains("PAID order o4 has no message"));
+        assert!(data
+            .detail(3)
+            .contains("PAID order o4 has no ticket_issued event"));
 
         let mut data = Data::healthy();
-        data.desk[0].messages = 2;
+        data.desk[0].outbox_ids.push("ob-again".to_owned());
         assert_eq!(data.failing(), vec![3]);
-        assert!(data.check()[2].detail.contains("got 2 messages"));
+        assert!(data
+            .detail(3)
+            .contains("PAID order o1 got 2 distinct outbox events (ob-o1, ob-again)"));
 
         let mut data = Data::healthy();
         let expired = data.orders[1].clone();
-        data.desk.push(ticket(&expired, "ticket_issued", 1));
+        data.desk.push(ticket(&expired, "ticket_issued"));
         assert_eq!(data.failing(), vec![3]);
-        assert!(data.check()[2].detail.contains("which is EXPIRED"));
+        assert!(data
+            .detail(3)
+            .contains("1 event(s) ob-o2 (ticket_issued) delivered for order o2, which is EXPIRED"));
 
         let mut data = Data::healthy();
         data.desk[0].ticket.seat_ids = vec!["A-1".to_owned()];
         assert_eq!(data.failing(), vec![3]);
+        assert!(data
+            .detail(3)
+            .contains("the ticket_issued event of order o1"));
+
+        let mut data = Data::healthy();
+        let paid = data.orders[3].clone();
+        data.desk[2] = ticket(&paid, "refund_required");
+        assert_eq!(data.failing(), vec![3]);
+        assert!(data
+            .detail(3)
+            .contains("PAID order o4 got a refund_required event"));
+    }
+
+    #[test]
+    fn a_refund_without_its_event_fails_the_third() {
+        let mut data = Data::healthy();
+        data.desk.remove(1);
+        assert_eq!(data.failing(), vec![3]);
+        assert!(data
+            .detail(3)
+            .contains("REFUND_REQUIRED order o3 has no refund_required event"));
+    }
+
+    #[test]
+    fn sqs_delivering_a_message_again_is_allowed_and_shown() {
+        let mut data = Data::healthy();
+        data.desk[0].messages = 2;
+        data.desk[0].deliveries = 3;
+        assert_eq!(data.failing(), Vec::<usize>::new());
+        assert!(data
+            .detail(3)
+            .contains("(for information: 4 SQS messages, 5 deliveries)"));
     }
 
     #[test]
     fn problems_are_grouped_by_kind_with_a_few_instances_each() {
         let mut data = Data::healthy();
         data.desk.remove(2);
-        data.desk[0].messages = 2;
+        data.desk[0].outbox_ids.push("ob-again".to_owned());
         for n in 0..5 {
             let order = order(&format!("p{n}"), "PAID", &["A-9"], 100);
             data.orders.push(order);
         }
-        let detail = &data.check()[2].detail;
         assert_eq!(
-            detail,
-            "7 problem(s): 1 × PAID order with several messages (PAID order o1 got 2 messages); \
-             6 × PAID order without a message (PAID order o4 has no message; PAID order p0 has \
-             no message; PAID order p1 has no message; …)"
+            data.detail(3),
+            "7 problem(s): 1 × settled order with several outbox events (PAID order o1 got 2 \
+             distinct outbox events (ob-o1, ob-again)); 6 × PAID order without a ticket_issued \
+             event (PAID order o4 has no ticket_issued event; PAID order p0 has no \
+             ticket_issued event; PAID order p1 has no ticket_issued event; …)"
         );
     }
 
@@ -552,20 +908,180 @@ mod tests {
         data.orders[0].amount = 150;
         data.desk[0].ticket.amount = 150;
         assert_eq!(data.failing(), vec![4]);
-        assert!(data.check()[3]
-            .detail
+        assert!(data
+            .detail(4)
             .contains("PAID order o1 is 150 for seats worth 200"));
     }
 
     #[test]
     fn a_customer_seeing_paid_what_the_table_does_not_fails_the_fifth() {
         let mut data = Data::healthy();
-        data.seen.push(seen("o2", "PAID"));
-        data.seen.push(seen("o404", "PAID"));
+        data.seen.push(seen("o2", "PAID", &["A-3"]));
+        data.seen.push(seen("o404", "PAID", &["A-9"]));
         assert_eq!(data.failing(), vec![5]);
-        let detail = &data.check()[4].detail;
+        let detail = data.detail(5);
         assert!(detail.starts_with("2 problem(s)"), "{detail}");
         assert!(detail.contains("the table says EXPIRED"));
         assert!(detail.contains("no such order"));
+    }
+
+    #[test]
+    fn an_empty_sale_passes_the_five_but_not_the_sixth() {
+        let data = Data::nothing_sold();
+        assert_eq!(data.failing(), vec![6]);
+        assert_eq!(
+            data.detail(6),
+            "1 problem(s): 1 × nothing sold (no order was paid, with 6 seats on sale)"
+        );
+    }
+
+    #[test]
+    fn each_way_the_run_goes_wrong_fails_the_sixth_and_says_which() {
+        type Spoil = fn(&mut Data);
+        let cases: Vec<(Spoil, &str)> = vec![
+            (
+                |d| {
+                    d.run.failed.push((
+                        "sim-1-00007".to_owned(),
+                        "POST /events/{eventId}/holds: HTTP 500 internal".to_owned(),
+                    ))
+                },
+                "1 × customer ended Failed (sim-1-00007: POST /events/{eventId}/holds: HTTP 500 \
+                 internal)",
+            ),
+            (
+                |d| d.run.unconfirmed.push("o5".to_owned()),
+                "1 × payment never confirmed (order o5 was paid but never showed PAID or \
+                 REFUND_REQUIRED (stored: PENDING))",
+            ),
+            (
+                |d| d.run.unfinished = 4,
+                "1 × customers unfinished (4 customers were still going at --timeout)",
+            ),
+            (
+                |d| d.run.panicked = 1,
+                "1 × customer tasks panicked (1 customer tasks panicked)",
+            ),
+            (
+                |d| d.run.desk_caught_up = false,
+                "1 × ticket desk behind (the ticket desk did not hear of every settled order in \
+                 time)",
+            ),
+            (
+                |d| d.run.server_errors = 2,
+                "1 × 5xx answers (2 answers were 5xx (not 503))",
+            ),
+            (
+                |d| {
+                    d.seats.pop();
+                },
+                "1 × seat table unlike the seeding (5 seats stored for 6 seeded)",
+            ),
+        ];
+        for (spoil, expected) in cases {
+            let mut data = Data::healthy();
+            spoil(&mut data);
+            assert_eq!(data.failing(), vec![6], "{expected}");
+            assert_eq!(data.detail(6), format!("1 problem(s): {expected}"));
+        }
+    }
+
+    #[test]
+    fn held_seats_outside_a_pending_order_fail_the_seventh() {
+        let cases: Vec<(Option<&str>, &str)> = vec![
+            (None, "A-6 is HELD by no order"),
+            (Some("o404"), "A-6 is HELD by unknown order o404"),
+            (
+                Some("o5"),
+                "A-6 is HELD by order o5, which does not list it",
+            ),
+            (Some("o4"), "A-6 is HELD by order o4, which is PAID"),
+            (Some("o2"), "A-6 is HELD by order o2, which is EXPIRED"),
+        ];
+        for (holder, expected) in cases {
+            let mut data = Data::healthy();
+            data.seats[5] = seat("A-6", "HELD", holder);
+            assert_eq!(data.failing(), vec![7], "{expected}");
+            let detail = data.detail(7);
+            assert!(detail.starts_with("1 problem(s)"), "{detail}");
+            assert!(detail.contains(expected), "{detail}");
+        }
+    }
+
+    #[test]
+    fn a_released_hold_still_holding_its_seat_fails_the_seventh_once() {
+        let mut data = Data::healthy();
+        data.seats[5] = seat("A-6", "HELD", Some("o6"));
+        assert_eq!(data.failing(), vec![7]);
+        assert_eq!(
+            data.detail(7),
+            "1 problem(s): 1 × ended hold still holding a seat (A-6 is HELD by order o6, which \
+             is RELEASED)"
+        );
+    }
+
+    #[test]
+    fn a_release_the_customer_saw_but_the_seats_did_not_fails_the_seventh() {
+        // The table still says PENDING (the fifth check sees that), and the seat is still its.
+        let mut data = Data::healthy();
+        data.orders[5].status = "PENDING".to_owned();
+        data.seats[5] = seat("A-6", "HELD", Some("o6"));
+        assert_eq!(data.failing(), vec![5, 7]);
+        assert!(data
+            .detail(7)
+            .contains("A-6 is still HELD by order o6, which its customer released"));
+    }
+
+    fn customer(id: &str, outcome: Outcome, problem: Option<CallError>) -> CustomerReport {
+        CustomerReport {
+            customer_id: id.to_owned(),
+            outcome,
+            joined: true,
+            admitted: true,
+            polls: 0,
+            holds_won: 0,
+            holds_lost: 0,
+            price_changes: 0,
+            seen: Vec::new(),
+            problem,
+            took: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn run_facts_name_the_failed_customers_and_the_unconfirmed_payments() {
+        let server_error = CallError::Unexpected {
+            route: "GET /orders/{orderId}",
+            status: 500,
+            code: Some("internal".to_owned()),
+            body: String::new(),
+        };
+        let customers = [
+            customer("c1", Outcome::Failed, Some(server_error)),
+            customer(
+                "c2",
+                Outcome::PaymentUnconfirmed {
+                    order_id: "o9".to_owned(),
+                },
+                None,
+            ),
+            customer(
+                "c3",
+                Outcome::Paid {
+                    order_id: "o1".to_owned(),
+                    seats: 2,
+                },
+                None,
+            ),
+        ];
+        let facts = RunFacts::of(&customers);
+        assert_eq!(
+            facts.failed,
+            vec![(
+                "c1".to_owned(),
+                "GET /orders/{orderId}: HTTP 500 internal".to_owned()
+            )]
+        );
+        assert_eq!(facts.unconfirmed, vec!["o9".to_owned()]);
     }
 }

@@ -1,10 +1,12 @@
 //! `lineup simulate`: a crowd of customers buying tickets from a running `lineup dev` server,
 //! through the real routes, on an event of its own; then a check of what was stored and
-//! delivered against the promises of the design (no seat sold twice, one ticket per sale...).
+//! delivered against the promises of the design (no seat sold twice, one ticket per sale...),
+//! and of the run itself (something sold, no answer the contract does not allow...).
 //!
-//! The run: read where the stack is (`GET /dev/info`), seed a fresh event's seats and open its
-//! queue, let the customers loose (each a task with its own seeded behaviour), wait for the
-//! ticket desk to catch up, read the tables, check the invariants, report.
+//! The run, as [`run`] reads: set up (find the stack through `GET /dev/info`, seed a fresh
+//! event's seats and open its queue), let the crowd in (each customer a task with its own seeded
+//! behaviour), let the sale settle (wait for the ticket desk, read the tables at one moment),
+//! check and report.
 
 mod api_client;
 mod customer;
@@ -31,14 +33,20 @@ use tokio::task::JoinSet;
 
 use api_client::Api;
 use customer::{Context, Customer, CustomerReport};
+use desk::DeskCounts;
 pub use error::SimulateError;
+use invariants::{Observed, RunFacts};
 use latency::LatencyRecorder;
 use persona::Persona;
 use progress::{LiveCounters, Progress, ProgressMode};
 use report::{
     CustomerCounts, HoldCounts, Problem, RunSettings, SimulationReport, StoredCounts, TicketCounts,
 };
-use stack::{DevInfo, QueuePlan};
+use stack::Stack;
+use stored::Snapshot;
+
+use crate::dev::ticket_desk::Ticket;
+use crate::event_admin::SettingsChange;
 
 /// `lineup simulate` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -105,8 +113,8 @@ impl SimulateArgs {
             Some("--max-active must be at least 1")
         } else if self.rate == 0 {
             Some("--rate must be at least 1")
-        } else if self.session.is_zero() {
-            Some("--session must be longer than 0")
+        } else if self.session < Duration::from_secs(1) {
+            Some("--session must be at least 1s")
         } else {
             None
         };
@@ -126,149 +134,301 @@ fn customer_seed(seed: u64, n: usize) -> u64 {
 pub async fn run(args: SimulateArgs) -> Result<SimulationReport, SimulateError> {
     args.validate()?;
     let started = Instant::now();
-    let mut notes = Vec::new();
+    let sale = set_up(&args).await?;
+
+    let counters = Arc::new(LiveCounters::default());
+    let progress = show_progress(&args, &sale, Arc::clone(&counters));
+    let crowd = let_the_crowd_in(&args, &sale, counters).await;
+
+    progress.phase("waiting for the ticket desk to hear of every sale, then reading the tables");
+    let settled = settle(&args, &sale).await;
+    progress.finish();
+    let closed = sale.stack.close_event(&sale.event).await;
+    let settled = settled?;
+
+    let notes = notes(&args, &sale, &crowd, &settled, closed.err());
+    let report = check_and_report(&args, &sale, crowd, settled, notes, started.elapsed());
+    if let Some(path) = &args.report_json {
+        write_json(&report, path).await?;
+    }
+    Ok(report)
+}
+
+/// The run's own event on the dev server's stack, and what the crowd needs to shop there.
+struct Sale {
+    api: Arc<Api>,
+    latency: Arc<LatencyRecorder>,
+    stack: Stack,
+    event: EventId,
+    /// The venue's section names, in order.
+    sections: Vec<String>,
+    /// The seeded price of every seat.
+    prices: HashMap<String, i64>,
+    /// The crowd's seed.
+    seed: u64,
+}
+
+/// Finds the dev server and its stack, seeds a fresh event's seats and opens its queue.
+async fn set_up(args: &SimulateArgs) -> Result<Sale, SimulateError> {
     let latency = Arc::new(LatencyRecorder::default());
     let pool = args.users.clamp(16, 1024);
     let api = Arc::new(
         Api::new(&args.api, pool, Arc::clone(&latency)).map_err(SimulateError::HttpClient)?,
     );
-    let info = DevInfo::fetch(&api).await?;
-
-    let unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs();
-    let event_name = format!("sim-{unix}");
-    let event = EventId::parse(&event_name)
-        .map_err(|source| SimulateError::EventId(event_name.clone(), source))?;
+    let stack = Stack::find(&api).await?;
+    let event = new_event()?;
     let sections = crate::venue::parse_sections(&args.sections)?;
-    let venue = crate::venue::layout(args.seats, &sections, &info.currency)?;
-    let prices: HashMap<String, i64> = venue
-        .iter()
-        .map(|seat| (seat.seat_id.as_str().to_owned(), seat.price))
-        .collect();
-    let plan = QueuePlan {
-        max_active: args.max_active,
-        admit_per_second: args.rate,
-        session: args.session,
+    let venue = crate::venue::layout(args.seats, &sections, &stack.info.currency)?;
+    let pacing = SettingsChange {
+        max_active: Some(args.max_active),
+        rate: Some(args.rate),
+        opens_at: None,
+        session_seconds: Some(args.session.as_secs()),
     };
-    stack::create_event(&info, &event, &venue, plan).await?;
+    stack.create_event(&event, &venue, &pacing).await?;
+    Ok(Sale {
+        api,
+        latency,
+        stack,
+        event,
+        sections: sections.into_iter().map(|section| section.name).collect(),
+        prices: venue
+            .iter()
+            .map(|seat| (seat.seat_id.as_str().to_owned(), seat.price))
+            .collect(),
+        seed: args.seed.unwrap_or_else(rand::random),
+    })
+}
 
-    let seed = args.seed.unwrap_or_else(rand::random);
-    let late_payment_possible = info.hold_seconds <= LATE_PAYMENT_MAX_HOLD_SECONDS;
-    if !late_payment_possible {
-        notes.push(format!(
-            "holds last {} s here: late payers paid on time instead (run `lineup dev \
-             --hold-seconds 20` to see lapsed holds paid late)",
-            info.hold_seconds
-        ));
-    }
-    let counters = Arc::new(LiveCounters::default());
+/// Starts showing the crowd's progress on stderr.
+fn show_progress(args: &SimulateArgs, sale: &Sale, counters: Arc<LiveCounters>) -> Progress {
     let progress = Progress::start(
         ProgressMode::choose(args.no_progress),
         args.users,
         args.seats,
-        Arc::clone(&counters),
+        counters,
     );
     progress.note(&format!(
-        "event {event}: {} seats seeded, queue open; {} customers arriving over {:.1} s (seed {seed})",
+        "event {}: {} seats seeded, queue open; {} customers arriving over {:.1} s (seed {})",
+        sale.event,
         args.seats,
         args.users,
-        args.ramp.as_secs_f64()
+        args.ramp.as_secs_f64(),
+        sale.seed
     ));
+    progress
+}
+
+/// A fresh event id: `sim-<unix seconds>-<6 random hex digits>`, so two runs started within the
+/// same second still get events of their own.
+fn new_event() -> Result<EventId, SimulateError> {
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    let name = event_name(unix, rand::random());
+    EventId::parse(&name).map_err(|source| SimulateError::EventId(name.clone(), source))
+}
+
+fn event_name(unix: u64, random: u32) -> String {
+    format!("sim-{unix}-{:06x}", random & 0xFF_FFFF)
+}
+
+/// Whether late payers can wait out the hold here (else they pay on time instead).
+fn late_payment_possible(hold_seconds: u64) -> bool {
+    hold_seconds <= LATE_PAYMENT_MAX_HOLD_SECONDS
+}
+
+/// What the crowd did.
+struct Crowd {
+    customers: Vec<CustomerReport>,
+    /// Still going at `--timeout` (stopped).
+    unfinished: usize,
+    panicked: usize,
+    took: Duration,
+}
+
+/// Lets the customers loose, each a task with its own seeded behaviour, and waits for them all
+/// (at most `--timeout`).
+async fn let_the_crowd_in(args: &SimulateArgs, sale: &Sale, counters: Arc<LiveCounters>) -> Crowd {
+    let info = &sale.stack.info;
     let context = Arc::new(Context {
-        api: Arc::clone(&api),
-        event: event.as_str().to_owned(),
-        sections: sections.iter().map(|s| s.name.clone()).collect(),
-        counters: Arc::clone(&counters),
+        api: Arc::clone(&sale.api),
+        event: sale.event.as_str().to_owned(),
+        sections: sale.sections.clone(),
+        counters,
         think: Duration::from_millis(args.think_ms),
         hold_duration: Duration::from_secs(info.hold_seconds),
         payment_timeout: PAYMENT_TIMEOUT,
     });
-
-    let customers_started = Instant::now();
+    let late_payment_possible = late_payment_possible(info.hold_seconds);
+    let started = Instant::now();
     let mut tasks = JoinSet::new();
     for n in 0..args.users {
-        let mut rng = StdRng::seed_from_u64(customer_seed(seed, n));
+        let mut rng = StdRng::seed_from_u64(customer_seed(sale.seed, n));
         let persona = Persona::draw(&mut rng, args.ramp, late_payment_possible);
-        let id = format!("{event}-{n:05}");
+        let id = format!("{}-{n:05}", sale.event);
         let jwt = crate::dev::unverified_jwt::unsigned_token(&id);
         tasks.spawn(Customer::new(id, jwt, persona, rng, Arc::clone(&context)).run());
     }
     let (customers, unfinished, panicked) = collect(&mut tasks, args.timeout).await;
-    let customers_seconds = customers_started.elapsed().as_secs_f64();
-    if unfinished > 0 {
-        notes.push(format!(
-            "{unfinished} customers were still going after --timeout {} and were stopped",
-            humantime::format_duration(args.timeout)
-        ));
+    Crowd {
+        customers,
+        unfinished,
+        panicked,
+        took: started.elapsed(),
     }
-    if panicked > 0 {
-        notes.push(format!(
-            "{panicked} customer tasks panicked (a simulator bug)"
-        ));
-    }
+}
 
-    // The desk hears of each settled order asynchronously: wait until it has them all. A payment
-    // confirmed while waiting (a customer who gave up waiting for PAID) moves the target: look
-    // at the orders again and wait once more if it did.
-    progress.phase("waiting for the ticket desk to receive every sale");
-    let dynamo = info.dynamodb();
-    let mut orders = stored::read_orders(&dynamo, &info.tables.orders, event.as_str()).await?;
+/// How often the settling waits for the desk again when payments kept being confirmed.
+const SETTLE_ROUNDS: u32 = 3;
+
+/// What was stored and delivered once the sale settled.
+struct Settled {
+    /// The orders and seats, read at one moment.
+    stored: Snapshot,
+    desk: Vec<Ticket>,
+    /// Whether the desk heard of every order settled in `stored`.
+    desk_caught_up: bool,
+    desk_waited: Duration,
+}
+
+/// Waits for the ticket desk to hear of every settled order (it does asynchronously), then reads
+/// the orders and seats. A payment confirmed meanwhile (a customer who gave up waiting for PAID)
+/// moves the target: then it waits again, a few times at most.
+async fn settle(args: &SimulateArgs, sale: &Sale) -> Result<Settled, SimulateError> {
+    let mut stored = sale.stack.snapshot(&sale.event).await?;
     let mut desk_waited = Duration::ZERO;
-    let mut reading;
     let mut rounds = 0;
     loop {
         rounds += 1;
-        let (paid, refunds) = settled(&orders);
-        reading =
-            desk::wait_for_desk(&api, event.as_str(), paid, refunds, args.desk_timeout).await?;
+        let target = settled_orders(&stored.orders);
+        let reading =
+            desk::wait_for_desk(&sale.api, sale.event.as_str(), target, args.desk_timeout).await?;
         desk_waited += reading.waited;
-        orders = stored::read_orders(&dynamo, &info.tables.orders, event.as_str()).await?;
-        if settled(&orders) == (paid, refunds) || rounds == 2 {
-            break;
+        stored = sale.stack.snapshot(&sale.event).await?;
+        let unmoved = settled_orders(&stored.orders) == target;
+        if unmoved || rounds == SETTLE_ROUNDS {
+            return Ok(Settled {
+                stored,
+                desk: reading.tickets,
+                desk_caught_up: reading.caught_up && unmoved,
+                desk_waited,
+            });
         }
     }
-    progress.phase("reading the tables and checking the invariants");
-    let seats = stored::read_seats(&dynamo, &info.tables.seats, event.as_str()).await?;
-    progress.finish();
-    if let Err(error) = stack::close_event(&info, &event).await {
+}
+
+/// (PAID orders, REFUND_REQUIRED orders).
+fn settled_orders(orders: &[stored::StoredOrder]) -> (usize, usize) {
+    let count = |status: &str| orders.iter().filter(|o| o.status == status).count();
+    (count("PAID"), count("REFUND_REQUIRED"))
+}
+
+/// What the reader of the report should know about how the run went.
+fn notes(
+    args: &SimulateArgs,
+    sale: &Sale,
+    crowd: &Crowd,
+    settled: &Settled,
+    close_error: Option<SimulateError>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let hold_seconds = sale.stack.info.hold_seconds;
+    if !late_payment_possible(hold_seconds) {
+        notes.push(format!(
+            "holds last {hold_seconds} s here: late payers paid on time instead (run `lineup dev \
+             --hold-seconds 20` to see lapsed holds paid late)"
+        ));
+    }
+    if crowd.unfinished > 0 {
+        notes.push(format!(
+            "{} customers were still going after --timeout {} and were stopped",
+            crowd.unfinished,
+            humantime::format_duration(args.timeout)
+        ));
+    }
+    if crowd.panicked > 0 {
+        notes.push(format!(
+            "{} customer tasks panicked (a simulator bug)",
+            crowd.panicked
+        ));
+    }
+    if !settled.desk_caught_up {
+        notes.push(format!(
+            "the ticket desk did not hear of every settled order within {}",
+            humantime::format_duration(args.desk_timeout)
+        ));
+    }
+    if !settled.stored.stable {
+        notes.push(
+            "the orders and seats kept changing while they were read: the checks may compare \
+             moments apart"
+                .to_owned(),
+        );
+    }
+    if let Some(error) = close_error {
         notes.push(format!(
             "could not close the event's queue afterwards: {error}"
         ));
     }
-    if !reading.caught_up {
-        notes.push(format!(
-            "the ticket desk did not reach one message per settled order within {}",
-            humantime::format_duration(args.desk_timeout)
-        ));
-    }
+    notes
+}
 
+/// Checks the invariants over what was stored, delivered and seen, and writes it all up.
+fn check_and_report(
+    args: &SimulateArgs,
+    sale: &Sale,
+    crowd: Crowd,
+    settled: Settled,
+    notes: Vec<String>,
+    took: Duration,
+) -> SimulationReport {
+    let Crowd {
+        customers,
+        unfinished,
+        panicked,
+        took: customers_took,
+    } = crowd;
+    let Settled {
+        stored: Snapshot { orders, seats, .. },
+        desk,
+        desk_caught_up,
+        desk_waited,
+    } = settled;
     let seen: Vec<_> = customers.iter().flat_map(|c| c.seen.clone()).collect();
-    let checks = invariants::check_all(&invariants::Observed {
+    let run = RunFacts {
+        unfinished,
+        panicked,
+        desk_caught_up,
+        server_errors: sale.api.server_errors(),
+        ..RunFacts::of(&customers)
+    };
+    let invariants = invariants::check_all(&Observed {
         seats: &seats,
         orders: &orders,
-        desk: &reading.entries,
-        prices: &prices,
+        desk: &desk,
+        prices: &sale.prices,
         seen: &seen,
+        run: &run,
     });
-    let (issued_orders, refund_orders, messages) = desk::counts(&reading.entries);
+    let desk_counts = DeskCounts::of(&desk);
     let count_seats = |status: &str| seats.iter().filter(|s| s.status == status).count();
     let mut orders_by_status = BTreeMap::new();
     for order in &orders {
         *orders_by_status.entry(order.status.clone()).or_insert(0) += 1;
     }
-    let report = SimulationReport {
-        api: api.base().to_owned(),
-        event_id: event.as_str().to_owned(),
-        seed,
+    SimulationReport {
+        api: sale.api.base().to_owned(),
+        event_id: sale.event.as_str().to_owned(),
+        seed: sale.seed,
         settings: RunSettings {
             users: args.users,
             seats: args.seats,
             max_active: args.max_active,
             admit_per_second: args.rate,
             session_seconds: args.session.as_secs(),
-            hold_seconds: info.hold_seconds,
+            hold_seconds: sale.stack.info.hold_seconds,
             ramp_seconds: args.ramp.as_secs_f64(),
             think_ms: args.think_ms,
         },
@@ -283,36 +443,35 @@ pub async fn run(args: SimulateArgs) -> Result<SimulationReport, SimulateError> 
             orders_by_status,
         },
         tickets: TicketCounts {
-            issued_orders,
-            refund_orders,
-            messages,
-            desk_caught_up: reading.caught_up,
+            issued_orders: desk_counts.issued_orders,
+            refund_orders: desk_counts.refund_orders,
+            outbox_events: desk_counts.outbox_events,
+            messages: desk_counts.messages,
+            deliveries: desk_counts.deliveries,
+            desk_caught_up,
             waited_seconds: desk_waited.as_secs_f64(),
         },
-        customers_seconds,
-        total_seconds: started.elapsed().as_secs_f64(),
-        unavailable_answers: api.unavailable_answers(),
-        latency: latency.summaries(),
+        customers_seconds: customers_took.as_secs_f64(),
+        total_seconds: took.as_secs_f64(),
+        unavailable_answers: sale.api.unavailable_answers(),
+        latency: sale.latency.summaries(),
         problems: Problem::group(&customers),
-        invariants: checks,
+        invariants,
         notes,
-    };
-    if let Some(path) = &args.report_json {
-        let json = serde_json::to_vec_pretty(&report).map_err(SimulateError::EncodeReport)?;
-        tokio::fs::write(path, json)
-            .await
-            .map_err(|source| SimulateError::WriteReport {
-                path: path.display().to_string(),
-                source,
-            })?;
     }
-    Ok(report)
 }
 
-/// (PAID orders, REFUND_REQUIRED orders).
-fn settled(orders: &[stored::StoredOrder]) -> (usize, usize) {
-    let count = |status: &str| orders.iter().filter(|o| o.status == status).count();
-    (count("PAID"), count("REFUND_REQUIRED"))
+async fn write_json(
+    report: &SimulationReport,
+    path: &std::path::Path,
+) -> Result<(), SimulateError> {
+    let json = serde_json::to_vec_pretty(report).map_err(SimulateError::EncodeReport)?;
+    tokio::fs::write(path, json)
+        .await
+        .map_err(|source| SimulateError::WriteReport {
+            path: path.display().to_string(),
+            source,
+        })
 }
 
 /// Every customer's report, until they are all done or `timeout` passes (the rest are stopped):
@@ -338,5 +497,21 @@ async fn collect(
                 return (reports, unfinished, panicked);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_started_in_the_same_second_get_events_of_their_own() {
+        let first = event_name(1_796_043_231, 0x00ab_cdef);
+        let second = event_name(1_796_043_231, 0x1200_0001);
+        assert_eq!(first, "sim-1796043231-abcdef");
+        assert_eq!(second, "sim-1796043231-000001");
+        assert_ne!(first, second);
+        assert!(EventId::parse(&event_name(u64::MAX, u32::MAX)).is_ok());
+        assert_ne!(new_event().unwrap(), new_event().unwrap());
     }
 }

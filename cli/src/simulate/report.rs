@@ -108,12 +108,16 @@ pub struct StoredCounts {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TicketCounts {
-    /// Distinct orders with a `ticket_issued` message.
+    /// Distinct orders with a `ticket_issued` event.
     pub issued_orders: usize,
-    /// Distinct orders with a `refund_required` message.
+    /// Distinct orders with a `refund_required` event.
     pub refund_orders: usize,
-    /// All messages the desk received for the event.
-    pub messages: u64,
+    /// Distinct outbox events the desk received for the event.
+    pub outbox_events: usize,
+    /// Distinct SQS messages that carried them.
+    pub messages: usize,
+    /// Receipts of those messages (SQS delivers at least once).
+    pub deliveries: u64,
     /// Whether the desk reached the paid and refunded counts before the wait timed out.
     pub desk_caught_up: bool,
     pub waited_seconds: f64,
@@ -309,11 +313,13 @@ impl SimulationReport {
             st.seats_sold, st.seats_total, st.seats_held, st.seats_available
         ));
         line(format!(
-            "  tickets issued {} orders, refund messages {} orders, {} messages in all; desk {} \
-             after {:.1} s",
+            "  tickets issued {} orders, refunds {} orders: {} outbox events in {} SQS messages, \
+             {} deliveries; desk {} after {:.1} s",
             t.issued_orders,
             t.refund_orders,
+            t.outbox_events,
             t.messages,
+            t.deliveries,
             if t.desk_caught_up {
                 "caught up"
             } else {

@@ -1,137 +1,120 @@
 //! The local stack behind `lineup dev`, and the simulation's own event on it: where Redis and
 //! the DynamoDB emulator are (from `GET /dev/info`), seeding a fresh event's seats and opening
-//! its queue, so a run never touches the demo event or an earlier run's.
+//! its queue (the operator's own use cases, [`crate::event_admin`]), so a run never touches the
+//! demo event or an earlier run's, closing it afterwards, and reading back what was stored.
 
 use std::time::{Duration, SystemTime};
 
 use lineup::aws::AwsSettings;
-use lineup::event_settings::{EventSettings, QueueState};
 use lineup::ids::EventId;
 use lineup::ledger::dynamo::{DynamoLedger, TableNames};
 use lineup::ledger::NewSeat;
 use lineup::queue::redis::RedisQueue;
-use lineup::queue::EventSettingsStore;
 use reqwest::StatusCode;
-use serde::Deserialize;
 
 use super::api_client::{Api, CallError};
+use super::stored::{self, Snapshot};
 use super::SimulateError;
+use crate::dev::DevInfo;
+use crate::event_admin::{self, SettingsChange};
 
-/// What `GET /dev/info` tells about the stack.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DevInfo {
-    pub currency: String,
-    pub hold_seconds: u64,
-    pub redis_url: String,
-    pub aws_endpoint_url: String,
-    pub region: String,
-    pub tables: Tables,
+/// Bound on one Redis command.
+const REDIS_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The dev server's stack, connected to.
+pub struct Stack {
+    pub info: DevInfo,
+    ledger: DynamoLedger,
+    queue: RedisQueue,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-pub struct Tables {
-    pub seats: String,
-    pub orders: String,
-    pub outbox: String,
-}
-
-impl DevInfo {
-    pub async fn fetch(api: &Api) -> Result<Self, SimulateError> {
-        let answer = api.dev_info().await.map_err(|source| match source {
-            CallError::Network { .. } => SimulateError::ApiUnreachable {
-                api: api.base().to_owned(),
-                source,
-            },
-            other => SimulateError::Api {
-                what: "GET /dev/info",
-                source: other,
-            },
-        })?;
-        if answer.status != StatusCode::OK {
-            return Err(SimulateError::NotADevServer {
-                api: api.base().to_owned(),
-                status: answer.status.as_u16(),
-            });
-        }
-        answer.json().map_err(|source| SimulateError::Api {
-            what: "GET /dev/info",
-            source,
-        })
+impl Stack {
+    /// Asks the server at `api` where its stack is (`GET /dev/info`), and connects to it.
+    pub async fn find(api: &Api) -> Result<Self, SimulateError> {
+        Self::connect(dev_info(api).await?)
     }
 
-    pub fn dynamodb(&self) -> aws_sdk_dynamodb::Client {
-        let mut settings = AwsSettings::local(&self.aws_endpoint_url);
-        settings.region = self.region.clone();
-        lineup::aws::dynamodb(&settings)
-    }
-
-    fn table_names(&self) -> TableNames {
-        TableNames {
-            seats: self.tables.seats.clone(),
-            orders: self.tables.orders.clone(),
-            outbox: self.tables.outbox.clone(),
-        }
-    }
-
-    fn queue(&self) -> Result<RedisQueue, SimulateError> {
-        RedisQueue::new(&self.redis_url, Duration::from_secs(2)).map_err(|source| {
+    fn connect(info: DevInfo) -> Result<Self, SimulateError> {
+        let mut aws = AwsSettings::local(&info.aws_endpoint_url);
+        aws.region = info.region.clone();
+        let tables = TableNames {
+            seats: info.tables.seats.clone(),
+            orders: info.tables.orders.clone(),
+            outbox: info.tables.outbox.clone(),
+        };
+        let ledger = DynamoLedger::new(lineup::aws::dynamodb(&aws), tables);
+        let queue = RedisQueue::new(&info.redis_url, REDIS_TIMEOUT).map_err(|source| {
             SimulateError::RedisUrl {
-                url: self.redis_url.clone(),
+                url: info.redis_url.clone(),
                 source,
             }
+        })?;
+        Ok(Self {
+            info,
+            ledger,
+            queue,
         })
+    }
+
+    /// Seeds the event's seats (all AVAILABLE), then opens its queue now, paced by `pacing`.
+    pub async fn create_event(
+        &self,
+        event: &EventId,
+        seats: &[NewSeat],
+        pacing: &SettingsChange,
+    ) -> Result<(), SimulateError> {
+        event_admin::seed(&self.ledger, event, seats, SystemTime::now())
+            .await
+            .map_err(|source| SimulateError::Seed {
+                event: event.to_string(),
+                source,
+            })?;
+        event_admin::open(&self.queue, event, pacing, SystemTime::now())
+            .await
+            .map(|_| ())
+            .map_err(|source| SimulateError::ConfigureQueue {
+                event: event.to_string(),
+                source,
+            })
+    }
+
+    /// Closes the event's queue once the run is over (the sweep closes it itself when every
+    /// seat is sold; this covers a run that ends with seats left): the dev server's admit loop
+    /// and sold-out check stop visiting it.
+    pub async fn close_event(&self, event: &EventId) -> Result<(), SimulateError> {
+        event_admin::close(&self.queue, event)
+            .await
+            .map_err(|source| SimulateError::ConfigureQueue {
+                event: event.to_string(),
+                source,
+            })
+    }
+
+    /// The event's orders and seats as stored, read so that they agree with each other.
+    pub async fn snapshot(&self, event: &EventId) -> Result<Snapshot, SimulateError> {
+        stored::snapshot(self.ledger.client(), self.ledger.tables(), event.as_str()).await
     }
 }
 
-/// How the simulated event's queue admits customers.
-#[derive(Debug, Clone, Copy)]
-pub struct QueuePlan {
-    pub max_active: u32,
-    pub admit_per_second: u32,
-    pub session: Duration,
-}
-
-/// Seeds the event's seats (all AVAILABLE), then opens its queue now.
-pub async fn create_event(
-    info: &DevInfo,
-    event: &EventId,
-    seats: &[NewSeat],
-    plan: QueuePlan,
-) -> Result<(), SimulateError> {
-    DynamoLedger::new(info.dynamodb(), info.table_names())
-        .seed_seats(event, seats)
-        .await
-        .map_err(|source| SimulateError::Seed {
-            event: event.to_string(),
+async fn dev_info(api: &Api) -> Result<DevInfo, SimulateError> {
+    let answer = api.dev_info().await.map_err(|source| match source {
+        CallError::Network { .. } => SimulateError::ApiUnreachable {
+            api: api.base().to_owned(),
             source,
-        })?;
-    let settings = EventSettings {
-        state: QueueState::Open,
-        opens_at: SystemTime::now(),
-        max_active: plan.max_active,
-        admit_per_second: plan.admit_per_second,
-        session: plan.session,
-    };
-    info.queue()?
-        .configure(event, &settings)
-        .await
-        .map_err(|source| SimulateError::ConfigureQueue {
-            event: event.to_string(),
-            source,
-        })
-}
-
-/// Closes the event's queue once the run is over (the sweep closes it itself when every seat
-/// is sold; this covers a run that ends with seats left): the dev server's admit loop and
-/// sold-out check stop visiting it.
-pub async fn close_event(info: &DevInfo, event: &EventId) -> Result<(), SimulateError> {
-    info.queue()?
-        .close(event)
-        .await
-        .map(|_| ())
-        .map_err(|source| SimulateError::ConfigureQueue {
-            event: event.to_string(),
-            source,
-        })
+        },
+        other => SimulateError::Api {
+            what: "GET /dev/info",
+            source: other,
+        },
+    })?;
+    if answer.status != StatusCode::OK {
+        return Err(SimulateError::NotADevServer {
+            api: api.base().to_owned(),
+            status: answer.status.as_u16(),
+        });
+    }
+    answer.json().map_err(|source| SimulateError::Api {
+        what: "GET /dev/info",
+        source,
+    })
 }

@@ -3,9 +3,11 @@
 //! checked against. Attribute names as in `shared/src/ledger/dynamo/items.rs`.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
+use lineup::ledger::dynamo::TableNames;
 use serde::Serialize;
 
 use super::SimulateError;
@@ -123,7 +125,7 @@ impl Reader<'_> {
     }
 }
 
-pub async fn read_seats(
+async fn read_seats(
     client: &Client,
     table: &str,
     event: &str,
@@ -145,12 +147,12 @@ pub async fn read_seats(
     Ok(seats)
 }
 
-pub async fn read_orders(
+async fn read_orders(
     client: &Client,
     table: &str,
     event: &str,
 ) -> Result<Vec<StoredOrder>, SimulateError> {
-    scan(client, table, "ORDER#", Some(event))
+    let mut orders = scan(client, table, "ORDER#", Some(event))
         .await?
         .iter()
         .map(|item| {
@@ -164,5 +166,48 @@ pub async fn read_orders(
                 currency: read.string("currency")?,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, SimulateError>>()?;
+    orders.sort_by(|a, b| a.order_id.cmp(&b.order_id));
+    Ok(orders)
+}
+
+/// How many times the tables are read before settling for a reading that kept moving.
+const SNAPSHOT_ATTEMPTS: u32 = 5;
+const SNAPSHOT_RETRY: Duration = Duration::from_secs(1);
+
+/// The event's orders and seats at one moment (as far as scans can tell).
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub orders: Vec<StoredOrder>,
+    pub seats: Vec<StoredSeat>,
+    /// Whether a second reading found both unchanged (else writes kept landing while reading).
+    pub stable: bool,
+}
+
+/// Two scans never see one instant: a webhook or the expiry sweep landing between them would
+/// pair orders with seats from another moment, and the checks would find a "broken" sale that
+/// never was. So the orders, the seats, then both again: when neither moved in between, they
+/// agree. Otherwise read again, a few times.
+pub async fn snapshot(
+    client: &Client,
+    tables: &TableNames,
+    event: &str,
+) -> Result<Snapshot, SimulateError> {
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let orders = read_orders(client, &tables.orders, event).await?;
+        let seats = read_seats(client, &tables.seats, event).await?;
+        let orders_again = read_orders(client, &tables.orders, event).await?;
+        let seats_again = read_seats(client, &tables.seats, event).await?;
+        let stable = orders == orders_again && seats == seats_again;
+        if stable || attempts >= SNAPSHOT_ATTEMPTS {
+            return Ok(Snapshot {
+                orders: orders_again,
+                seats: seats_again,
+                stable,
+            });
+        }
+        tokio::time::sleep(SNAPSHOT_RETRY).await;
+    }
 }

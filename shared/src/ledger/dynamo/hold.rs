@@ -235,26 +235,33 @@ impl DynamoLedger {
                 seat_ids: Vec::new(),
             });
         }
-        for seat in &order.seat_ids {
-            self.free_seat(&order.event_id, seat, order_id, None)
-                .await?;
-        }
-        self.client
-            .delete_item()
-            .table_name(&self.tables.orders)
-            .key("pk", hold_lock_key(&order.event_id, customer))
-            .condition_expression("order_id = :order")
-            .expression_attribute_values(":order", s(order_id.as_str()))
-            .send()
-            .await
-            .map(|_| ())
-            .or_else(|error| {
-                if is_condition_failure(&error) {
-                    Ok(())
-                } else {
-                    Err(store_error(error))
-                }
-            })
+        // The order is RELEASED: its seats and its lock go back in parallel, each conditioned on
+        // still being this order's (a seat re-taken after a lapse is left alone).
+        let seats = futures::future::try_join_all(
+            order
+                .seat_ids
+                .iter()
+                .map(|seat| self.free_seat(&order.event_id, seat, order_id, None)),
+        );
+        let lock = async {
+            self.client
+                .delete_item()
+                .table_name(&self.tables.orders)
+                .key("pk", hold_lock_key(&order.event_id, customer))
+                .condition_expression("order_id = :order")
+                .expression_attribute_values(":order", s(order_id.as_str()))
+                .send()
+                .await
+                .map(|_| ())
+                .or_else(|error| {
+                    if is_condition_failure(&error) {
+                        Ok(())
+                    } else {
+                        Err(store_error(error))
+                    }
+                })
+        };
+        futures::try_join!(seats, lock).map(|_| ())
     }
 
     /// PENDING → `status`, removing the order from the pending index. `Ok(false)` when the order
