@@ -7,6 +7,7 @@ use crate::dev::DevArgs;
 use crate::endpoints::EndpointArgs;
 use crate::event_admin::SettingsChange;
 use crate::simulate::SimulateArgs;
+use crate::venue::VenueArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,13 +41,8 @@ pub struct SeedArgs {
     /// The event's id.
     #[arg(long)]
     pub event: String,
-    #[arg(long, default_value_t = 1000)]
-    pub seats: usize,
-    /// Sections and prices (minor units), seats spread evenly over them.
-    #[arg(long, default_value = "Floor=150000,Lower=99000,Upper=55000")]
-    pub sections: String,
-    #[arg(long, default_value = "KRW")]
-    pub currency: String,
+    #[command(flatten)]
+    pub venue: VenueArgs,
     /// Create the tables first (local stacks only; in AWS the stack creates them).
     #[arg(long)]
     pub create_tables: bool,

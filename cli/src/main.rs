@@ -8,7 +8,7 @@ use lineup::ids::EventId;
 use lineup::ledger::dynamo::tables::create_tables;
 use lineup::queue::EventSettingsStore;
 use lineup_cli::commands::{Cli, Command, EventAction, SeedArgs};
-use lineup_cli::{dev, event_admin, simulate, venue};
+use lineup_cli::{dev, event_admin, simulate};
 use tracing::level_filters::LevelFilter;
 
 type Failure = Box<dyn std::error::Error>;
@@ -66,8 +66,7 @@ fn event_id(raw: &str) -> Result<EventId, Failure> {
 
 async fn seed(args: SeedArgs) -> Result<(), Failure> {
     let event = event_id(&args.event)?;
-    let sections = venue::parse_sections(&args.sections)?;
-    let seats = venue::layout(args.seats, &sections, &args.currency)?;
+    let seats = args.venue.layout()?;
     let ledger = args.endpoints.ledger()?;
     if args.create_tables {
         create_tables(ledger.client(), ledger.tables()).await?;

@@ -4,6 +4,25 @@
 use lineup::ids::SeatId;
 use lineup::ledger::NewSeat;
 
+/// The flags that describe a venue (`lineup dev`, `lineup seed`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct VenueArgs {
+    /// How many seats (moto slows down with big tables: 1,000 is comfortable locally).
+    #[arg(long, default_value_t = 1000)]
+    pub seats: usize,
+    /// Sections and their prices (minor units of the currency), seats spread evenly over them.
+    #[arg(long, default_value = "Floor=150000,Lower=99000,Upper=55000")]
+    pub sections: String,
+    #[arg(long, default_value = "KRW")]
+    pub currency: String,
+}
+
+impl VenueArgs {
+    pub fn layout(&self) -> Result<Vec<NewSeat>, VenueError> {
+        layout(self.seats, &parse_sections(&self.sections)?, &self.currency)
+    }
+}
+
 /// Seats per row in generated layouts.
 pub const SEATS_PER_ROW: usize = 20;
 

@@ -71,14 +71,9 @@ pub struct DevArgs {
     pub event: String,
     #[arg(long, default_value = "Lineup Live: the demo night")]
     pub event_name: String,
-    /// How many seats the demo event has (moto slows down with big tables).
-    #[arg(long, default_value_t = 1000)]
-    pub seats: usize,
-    /// Sections and their prices (minor units of the currency), seats spread evenly over them.
-    #[arg(long, default_value = "Floor=150000,Lower=99000,Upper=55000")]
-    pub sections: String,
-    #[arg(long, default_value = "KRW")]
-    pub currency: String,
+    /// The demo event's seats.
+    #[command(flatten)]
+    pub venue: venue::VenueArgs,
     /// At most this many customers shop at once.
     #[arg(long, default_value_t = 100)]
     pub max_active: u32,
@@ -178,8 +173,7 @@ pub fn repo_root() -> PathBuf {
 pub async fn run(args: DevArgs) -> Result<(), DevError> {
     let repo = repo_root();
     let event = EventId::parse(&args.event).map_err(|_| DevError::EventId(args.event.clone()))?;
-    let sections = venue::parse_sections(&args.sections)?;
-    let seats = venue::layout(args.seats, &sections, &args.currency)?;
+    let seats = args.venue.layout()?;
     let signing_key = SigningKey::new(secret_from_env("LINEUP_SIGNING_KEY", DEV_SIGNING_KEY))
         .map_err(DevError::SigningKey)?;
     let webhook_secret =
@@ -353,7 +347,7 @@ async fn prepare(
     let info = DevInfo {
         event_id: event.as_str().to_owned(),
         event_name: args.event_name.clone(),
-        currency: args.currency.clone(),
+        currency: args.venue.currency.clone(),
         hold_seconds: args.hold_seconds,
         redis_url: stack.redis_url.clone(),
         aws_endpoint_url: stack.aws_endpoint_url.clone(),
