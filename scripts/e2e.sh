@@ -93,7 +93,9 @@ ensure_browser_test_packages
 echo "==> the README's run command: cargo run --bin lineup -- dev"
 start_dev target/e2e/dev.log cargo run --locked --bin lineup -- dev
 grep "Lineup is running" target/e2e/dev.log
-curl -fsS "http://127.0.0.1:$API_PORT/" | grep -q "<title>" || { echo "error: the page did not load" >&2; exit 1; }
+# Into a file first: `curl | grep -q` fails under pipefail when grep stops reading early.
+curl -fsS "http://127.0.0.1:$API_PORT/" -o target/e2e/index.html
+grep -q "<title>" target/e2e/index.html || { echo "error: the page did not load" >&2; exit 1; }
 curl -fsS "http://127.0.0.1:$API_PORT/app.js" >/dev/null
 echo "==> the waiting-room page loads"
 
