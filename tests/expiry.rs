@@ -7,11 +7,10 @@ use http::StatusCode;
 use lambda_runtime::{Context, LambdaEvent};
 use lineup::clock::Clock;
 use lineup::expiry::Expiry;
-use lineup::http::{holds, join, poll};
+use lineup::http::{join, poll};
 use lineup::ledger::HOLD_DURATION;
 use lineup::queue::WaitingLine;
 use lineup_tests::on_sale::{seat, OnSale};
-use lineup_tests::route;
 use lineup_tests::*;
 
 fn scheduled(file: &str) -> LambdaEvent<serde_json::Value> {
@@ -80,15 +79,7 @@ async fn expire_returns_lapsed_holds_and_leaves_live_ones_alone() {
     // The seat map, through the sample event, shows what the sweep made true (its statuses may
     // lag up to two seconds per instance: drop this instance's copy rather than wait).
     sale.hold_api.catalogue.forget(&sale.event);
-    let map = holds::handle(
-        &sale.hold_api,
-        request(&route(
-            &sample("seats.json"),
-            &[("eventId", sale.event.as_str())],
-            Some(&alice),
-        )),
-    )
-    .await;
+    let map = sale.seat_map(&alice).await;
     assert_eq!(map.status(), StatusCode::OK);
     let statuses: Vec<String> = body(&map)["seats"]
         .as_array()

@@ -377,15 +377,7 @@ async fn a_price_change_is_never_charged_at_the_old_price() {
     let alice = customer(1);
     let token = &sale.admit(std::slice::from_ref(&alice)).await[0];
     // Alice's instance has the catalogue (prices) from the seat map.
-    let map = holds::handle(
-        &sale.hold_api,
-        request(&route(
-            &sample("seats.json"),
-            &[("eventId", sale.event.as_str())],
-            Some(&alice),
-        )),
-    )
-    .await;
+    let map = sale.seat_map(&alice).await;
     assert_eq!(body(&map)["seats"][0]["price"], 12_000);
 
     // An operator re-prices A-001 behind the instance's back.

@@ -133,17 +133,7 @@ async fn three_hundred_customers_on_a_hundred_seats_then_every_winner_pays() {
     assert!(won.len() >= SEATS / 4, "only {} holds won", won.len());
 
     // Every winner pays, all at once.
-    let payments = join_all(won.iter().map(|(_, order)| {
-        let sale = &sale;
-        async move {
-            sale.pay(
-                order["orderId"].as_str().unwrap(),
-                order["amount"].as_i64().unwrap(),
-            )
-            .await
-        }
-    }))
-    .await;
+    let payments = sale.pay_all(won.iter().map(|(_, order)| order)).await;
     for response in &payments {
         assert_eq!(response.status(), StatusCode::OK, "{}", body(response));
         assert_eq!(body(response)["status"], "PAID");

@@ -157,17 +157,7 @@ async fn main() {
     );
 
     let started = Instant::now();
-    let paid = join_all(won.iter().map(|order| {
-        let sale = &sale;
-        async move {
-            sale.pay(
-                order["orderId"].as_str().unwrap(),
-                order["amount"].as_i64().unwrap(),
-            )
-            .await
-        }
-    }))
-    .await;
+    let paid = sale.pay_all(&won).await;
     let pay_took = started.elapsed();
     assert!(paid.iter().all(|r| r.status() == StatusCode::OK));
     let confirm_requests = counter.take();
@@ -230,11 +220,6 @@ async fn main() {
 
 /// One seat-map read through the hold route, so the hold function's catalogue is loaded.
 async fn holds_route_warmup(sale: &OnSale) {
-    let request = request(&lineup_tests::route(
-        &sample("seats.json"),
-        &[("eventId", sale.event.as_str())],
-        Some(&customer(0)),
-    ));
-    let response = lineup::http::holds::handle(&sale.hold_api, request).await;
+    let response = sale.seat_map(&customer(0)).await;
     assert_eq!(response.status(), StatusCode::OK);
 }
