@@ -6,8 +6,11 @@
 #   2. `cargo lambda build --release` of every function, each stripped binary under 5 MB;
 #   3. each release binary run under its own cargo-lambda runtime emulator, invoked with the
 #      samples in events/ through `cargo lambda invoke`, answers checked (tests/local_invoke.rs);
+#      each function given only the variables it uses, and `poll`, `hold` and `confirm` their
+#      secrets by ARN from moto's Secrets Manager, as in AWS (`join` the literal key, as locally);
 #   4. the same binaries again, pointed at a listener that never answers: each answers 503 or
-#      reports the error, within a bound.
+#      reports the error, within a bound (with literal secrets: a function whose secret cannot
+#      be read at cold start does not start, which is not what this step checks).
 # The size gate and the invocations use the native (x86_64) build: this machine cannot run the
 # arm64 binaries `sam build` deploys.
 set -euo pipefail
@@ -35,9 +38,61 @@ for function in "${FUNCTIONS[@]}"; do
 done
 [ "$status" -eq 0 ] || exit 1
 
-# start_functions FIRST_PORT ENV...: one emulator and one release binary per function.
+SIGNING_KEY=lineup-local-development-key-not-a-secret
+WEBHOOK_SECRET=whsec-local-development-not-a-secret-000
+TABLES_ENV=(SEATS_TABLE=local-seats ORDERS_TABLE=local-orders OUTBOX_TABLE=local-outbox)
+TICKET_QUEUE_ENV=(TICKET_QUEUE_URL="$AWS_ENDPOINT_URL/123456789012/lineup-ticket-issued.fifo")
+COMMON_ENV=(
+  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test REDIS_TIMEOUT_MS=500
+  # As the stack configures Lambda (LoggingConfig: LogFormat JSON).
+  AWS_LAMBDA_LOG_FORMAT=JSON AWS_LAMBDA_LOG_LEVEL=INFO
+)
+
+# function_env FUNCTION SECRETS: the variables FUNCTION is given beside COMMON_ENV, only those it
+# uses (shared/src/config.rs); SECRETS is `arn` (Secrets Manager, as in AWS) or `literal`.
+function_env() {
+  local signing="LINEUP_SIGNING_KEY=$SIGNING_KEY" webhook="LINEUP_WEBHOOK_SECRET=$WEBHOOK_SECRET"
+  if [ "$2" = arn ]; then
+    signing="LINEUP_SIGNING_KEY_SECRET_ARN=$SIGNING_KEY_ARN"
+    webhook="LINEUP_WEBHOOK_SECRET_ARN=$WEBHOOK_SECRET_ARN"
+  fi
+  case "$1" in
+    join) echo "LINEUP_SIGNING_KEY=$SIGNING_KEY" ;;
+    poll) echo "$signing" ;;
+    hold) echo "$signing" "${TABLES_ENV[@]}" ;;
+    confirm) echo "$webhook" "${TABLES_ENV[@]}" ;;
+    admit) echo ADMIT_RUN_MS=1500 ADMIT_TICK_MS=250 ;;
+    expire) echo "${TABLES_ENV[@]}" ;;
+    outbox-stream) echo "${TICKET_QUEUE_ENV[@]}" ;;
+  esac
+}
+
+# The two secrets in moto's Secrets Manager, each rotated once (so it has an AWSPREVIOUS, as in
+# AWS after a rotation) to the development value the samples are signed with. Sets their ARNs.
+create_local_secrets() {
+  local arns
+  arns=$("$LOCAL_DIR/venv/bin/python" - "$AWS_ENDPOINT_URL" "$SIGNING_KEY" "$WEBHOOK_SECRET" <<'PY'
+import secrets, sys
+import boto3  # moto depends on it
+
+endpoint, signing_key, webhook_secret = sys.argv[1:]
+client = boto3.client("secretsmanager", endpoint_url=endpoint, region_name="us-east-1",
+                      aws_access_key_id="test", aws_secret_access_key="test")
+arns = []
+for name, value in [("lineup-signing-key", signing_key), ("lineup-webhook-secret", webhook_secret)]:
+    arn = client.create_secret(Name=name, SecretString=secrets.token_urlsafe(48))["ARN"]
+    client.put_secret_value(SecretId=arn, SecretString=value)
+    arns.append(arn)
+print(*arns)
+PY
+  )
+  read -r SIGNING_KEY_ARN WEBHOOK_SECRET_ARN <<<"$arns"
+}
+
+# start_functions FIRST_PORT SECRETS ENV...: one emulator and one release binary per function,
+# each given ENV and its own variables (function_env FUNCTION SECRETS).
 start_functions() {
-  local port="$1"; shift
+  local port="$1" secrets="$2"; shift 2
   PORTS=""
   for function in "${FUNCTIONS[@]}"; do
     if (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
@@ -52,9 +107,12 @@ start_functions() {
       sleep 0.1
     done
     [ -n "$ready" ] || { echo "error: the runtime emulator on $port did not start" >&2; exit 1; }
-    env AWS_LAMBDA_FUNCTION_NAME="$function" AWS_LAMBDA_FUNCTION_VERSION=1 \
+    local own
+    read -ra own <<<"$(function_env "$function" "$secrets")"
+    env -i PATH="$PATH" AWS_LAMBDA_FUNCTION_NAME="$function" AWS_LAMBDA_FUNCTION_VERSION=1 \
       AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256 AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:$port/.rt" \
-      "$@" "target/lambda/$function/bootstrap" >"$LOCAL_DIR/function-$function-$port.log" 2>&1 &
+      "${COMMON_ENV[@]}" "$@" "${own[@]}" "target/lambda/$function/bootstrap" \
+      >"$LOCAL_DIR/function-$function-$port.log" 2>&1 &
     STARTED_PIDS+=($!)
     PORTS="${PORTS:+$PORTS,}$function=$port"
     port=$((port + 1))
@@ -62,24 +120,18 @@ start_functions() {
   export LAMBDA_PORTS="$PORTS"
 }
 
-FIXED_ENV=(
-  LINEUP_SIGNING_KEY=lineup-local-development-key-not-a-secret
-  LINEUP_WEBHOOK_SECRET=whsec-local-development-not-a-secret-000
-  SEATS_TABLE=local-seats ORDERS_TABLE=local-orders OUTBOX_TABLE=local-outbox
-  TICKET_QUEUE_URL="$AWS_ENDPOINT_URL/123456789012/lineup-ticket-issued.fifo"
-  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
-  ADMIT_RUN_MS=1500 ADMIT_TICK_MS=250 REDIS_TIMEOUT_MS=500
-  # As the stack configures Lambda (LoggingConfig: LogFormat JSON).
-  AWS_LAMBDA_LOG_FORMAT=JSON AWS_LAMBDA_LOG_LEVEL=INFO
-)
+# What local-invoke reads (the tables and queue it sets up, the secret it signs webhooks with).
+INVOKER_ENV=("${TABLES_ENV[@]}" "${TICKET_QUEUE_ENV[@]}" AWS_REGION=us-east-1)
 
 echo "==> the release binaries under the runtime emulator, with the local stack"
 # A clean emulator for this run (the tests before it made their own tables; these names are fixed).
 curl -s -X POST "$AWS_ENDPOINT_URL/moto-api/reset" >/dev/null
-start_functions 9201 "${FIXED_ENV[@]}" REDIS_URL="$REDIS_URL" AWS_ENDPOINT_URL="$AWS_ENDPOINT_URL"
-env "${FIXED_ENV[@]}" cargo run --locked -q -p lineup-tests --bin local-invoke -- healthy
+create_local_secrets
+echo "    poll, hold: $SIGNING_KEY_ARN; confirm: $WEBHOOK_SECRET_ARN"
+start_functions 9201 arn REDIS_URL="$REDIS_URL" AWS_ENDPOINT_URL="$AWS_ENDPOINT_URL"
+env "${INVOKER_ENV[@]}" cargo run --locked -q -p lineup-tests --bin local-invoke -- healthy
 
 echo "==> the same binaries with Redis and AWS unreachable (a listener that never answers)"
 start_silent_listener 9239
-start_functions 9221 "${FIXED_ENV[@]}" REDIS_URL=redis://127.0.0.1:9239 AWS_ENDPOINT_URL=http://127.0.0.1:9239
-env "${FIXED_ENV[@]}" cargo run --locked -q -p lineup-tests --bin local-invoke -- unreachable
+start_functions 9221 literal REDIS_URL=redis://127.0.0.1:9239 AWS_ENDPOINT_URL=http://127.0.0.1:9239
+env "${INVOKER_ENV[@]}" cargo run --locked -q -p lineup-tests --bin local-invoke -- unreachable

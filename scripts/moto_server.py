@@ -2,9 +2,10 @@
 
 Why: moto's DynamoDB backend is not thread-safe. Under stock `moto_server`, concurrent
 conditional updates sometimes both win and overlapping transactions oversell or leave partial
-writes (measured: see DESIGN.md, "Local stack"). Real DynamoDB serialises conflicting writes;
-one lock around every request whose X-Amz-Target starts with "DynamoDB" gives the emulator the
-same guarantee, so the race tests check Lineup's conditions and not moto's thread safety.
+writes (measured: see docs/decisions/0013-serialised-moto-launcher.md). Real DynamoDB
+serialises conflicting writes; one lock around every request whose X-Amz-Target starts with
+"DynamoDB" gives the emulator the same guarantee, so the race tests check Lineup's conditions
+and not moto's thread safety.
 
 It also keeps a table's stream shard when moto rolls back a cancelled transaction (see
 `keep_stream_shards_on_rollback`), and stops moto keeping every object it ever made (see

@@ -248,7 +248,7 @@ async fn with_redis_down_join_and_poll_answer_503_with_retry_after_and_recover()
     let queue = Arc::new(RedisQueue::new(&server.url(), Duration::from_millis(500)).unwrap());
     let api = QueueApi {
         line: queue.clone(),
-        key: signing_key(),
+        key: signing_key().into(),
         clock: Arc::new(SystemClock),
     };
     let event = fresh_event();

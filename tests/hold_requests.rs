@@ -5,7 +5,7 @@ use http::StatusCode;
 use lambda_http::Request;
 use lineup::http::{confirm, holds};
 use lineup_tests::aws::unique;
-use lineup_tests::on_sale::{seat, OnSale, CURRENCY};
+use lineup_tests::on_sale::{payment_body, seat, OnSale};
 use lineup_tests::route;
 use lineup_tests::*;
 use serde_json::{json, Value};
@@ -42,7 +42,7 @@ async fn bad_hold_and_webhook_requests_get_their_4xx_and_change_nothing() {
         value
     };
     let bobs = |seats: Value| hold_sample(Some(&bob), Some(&tokens[1]), seats);
-    let forged_token = tokens[1].replacen("v1.", "v1.x", 1);
+    let forged_token = tokens[1].replacen("v2.", "v2.x", 1);
 
     let hold_cases: Vec<(&str, Value, StatusCode, &str)> = vec![
         (
@@ -193,7 +193,7 @@ async fn bad_hold_and_webhook_requests_get_their_4xx_and_change_nothing() {
         ),
     ];
 
-    let payment = json!({ "paymentId": "pay_1", "amount": 12_000, "currency": CURRENCY });
+    let payment = payment_body(&order_id, "pay_1", 12_000);
     let confirm_cases: Vec<(&str, Request, StatusCode, &str)> = vec![
         (
             "no idempotency key",
@@ -216,31 +216,11 @@ async fn bad_hold_and_webhook_requests_get_their_4xx_and_change_nothing() {
             "invalid_body",
         ),
         (
-            "wrong amount",
-            sale.confirm_request(
-                &order_id,
-                &unique("key"),
-                &json!({ "paymentId": "p", "amount": 1, "currency": CURRENCY }),
-            ),
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "payment_mismatch",
-        ),
-        (
-            "wrong currency",
-            sale.confirm_request(
-                &order_id,
-                &unique("key"),
-                &json!({ "paymentId": "p", "amount": 12_000, "currency": "EUR" }),
-            ),
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "payment_mismatch",
-        ),
-        (
             "unknown order",
             sale.confirm_request(
                 "7d5c9a8e-1f0b-4a3c-9e2d-6b8a7c5d4e3f",
                 &unique("key"),
-                &payment,
+                &payment_body("7d5c9a8e-1f0b-4a3c-9e2d-6b8a7c5d4e3f", "pay_1", 12_000),
             ),
             StatusCode::NOT_FOUND,
             "not_found",
@@ -326,8 +306,11 @@ async fn an_order_can_be_looked_up_and_released_by_its_owner() {
     assert_eq!(sale.orders().await.len(), 1);
     // Another seat set while the hold is open is a second hold: refused as such, her own seats
     // not reported as "taken".
+    // It names the open order, so a client whose first answer was lost can find, pay or
+    // release it.
     let other = sale.hold(&alice, token, &[seat(2)]).await;
     assert_eq!(error_code(&other), "hold_exists");
+    assert_eq!(body(&other)["error"]["orderId"], order_id);
 
     let status = holds::handle(
         &sale.hold_api,

@@ -9,7 +9,7 @@ use http::StatusCode;
 use lambda_runtime::{Context, LambdaEvent};
 use lineup::admission::admit_for_invocation;
 use lineup::clock::{unix_millis, SystemClock};
-use lineup::config::Config;
+use lineup::config::AdmitConfig;
 use lineup::event_settings::EventSettings;
 use lineup::http::{join, poll};
 use lineup::ids::EventId;
@@ -81,7 +81,7 @@ async fn the_sample_http_events_walk_through_join_poll_admission_and_leave() {
     assert_eq!(admitted["status"], "admitted");
     assert!(admitted["accessToken"]
         .as_str()
-        .is_some_and(|t| t.starts_with("v1.")));
+        .is_some_and(|t| t.starts_with("v2.")));
 
     for (file, status, code) in [
         (
@@ -141,15 +141,14 @@ async fn the_sample_http_events_walk_through_join_poll_admission_and_leave() {
     );
 }
 
-fn admit_config(redis_url: &str) -> Config {
+fn admit_config(redis_url: &str) -> AdmitConfig {
     let vars = HashMap::from([
         ("REDIS_URL", redis_url.to_owned()),
-        ("LINEUP_SIGNING_KEY", DEV_SIGNING_KEY.to_owned()),
         ("REDIS_TIMEOUT_MS", "300".to_owned()),
         ("ADMIT_TICK_MS", "100".to_owned()),
         ("ADMIT_RUN_MS", "1500".to_owned()),
     ]);
-    Config::from_lookup(|name| vars.get(name).cloned()).unwrap()
+    AdmitConfig::from_lookup(&|name: &str| vars.get(name).cloned()).unwrap()
 }
 
 fn invocation(file: &str, deadline_in: Duration) -> LambdaEvent<serde_json::Value> {

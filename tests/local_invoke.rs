@@ -163,7 +163,10 @@ async fn healthy() {
             currency: "KRW".into(),
         })
         .collect();
-    ledger.seed_seats(&event, &seats).await.expect("seed");
+    ledger
+        .seed_seats(&event, &seats, SystemTime::now())
+        .await
+        .expect("seed");
     let sqs = lineup::aws::sqs(&aws);
     let created = sqs
         .create_queue()
@@ -328,8 +331,12 @@ async fn healthy() {
     assert_eq!(status, 201, "{second}");
     let order_id = second["orderId"].as_str().unwrap().to_owned();
 
-    let payment =
-        json!({ "paymentId": "pay_local_1", "amount": second["amount"], "currency": "KRW" });
+    let payment = json!({
+        "orderId": order_id,
+        "paymentId": "pay_local_1",
+        "amount": second["amount"],
+        "currency": "KRW",
+    });
     let (status, paid) = http(
         "confirm",
         &scratch("confirm.json", &signed_confirm(&order_id, &payment)),
@@ -445,7 +452,12 @@ async fn unreachable() {
         );
         answer
     };
-    let payment = json!({ "paymentId": "pay_local_2", "amount": 12000, "currency": "KRW" });
+    let payment = json!({
+        "orderId": "9b2f6c1e-3d4a-4f8b-a6c2-5e7d8f9a0b1c",
+        "paymentId": "pay_local_2",
+        "amount": 12000,
+        "currency": "KRW",
+    });
     let confirm = scratch(
         "confirm-signed.json",
         &signed_confirm("9b2f6c1e-3d4a-4f8b-a6c2-5e7d8f9a0b1c", &payment),

@@ -1,7 +1,7 @@
 //! The local DynamoDB emulator is only fit for race tests if it serialises conflicting writes as
-//! DynamoDB does. Stock moto does not (DESIGN.md, "Local stack"); `scripts/moto_server.py` puts
-//! one lock around DynamoDB requests. These tests hold the launcher to that, so a later race test
-//! that passes means Lineup is right, not that moto was lucky.
+//! DynamoDB does. Stock moto does not (measured: docs/decisions/0013-serialised-moto-launcher.md);
+//! `scripts/moto_server.py` puts one lock around DynamoDB requests. These tests hold the launcher
+//! to that, so a later race test that passes means Lineup is right, not that moto was lucky.
 
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;

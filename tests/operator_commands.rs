@@ -39,6 +39,68 @@ async fn seeding_is_refused_while_any_seat_is_held_or_sold_and_changes_nothing()
     assert_eq!(sale.snapshot().await, before);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn seeding_racing_holds_never_frees_a_held_seat() {
+    let sale = OnSale::with_seats(40).await;
+    let customers: Vec<_> = (1..=10).map(customer).collect();
+    let tokens = sale.admit(&customers).await;
+
+    // Holds and a seeding of the same seats at once: whichever lands first, no hold that was
+    // answered 201 loses its seat to the seeding.
+    let holds = futures::future::join_all(customers.iter().zip(&tokens).enumerate().map(
+        |(n, (customer, token))| {
+            let sale = &sale;
+            async move {
+                sale.hold(customer, token, &[seat(4 * n + 1), seat(4 * n + 2)])
+                    .await
+            }
+        },
+    ));
+    let all_seats = seats(40);
+    let seeding = event_admin::seed(&sale.ledger, &sale.event, &all_seats, sale.clock.now());
+    let (answers, _) = futures::join!(holds, seeding);
+    let orders: Vec<String> = answers
+        .iter()
+        .filter(|answer| answer.status() == 201)
+        .map(|answer| {
+            lineup_tests::body(answer)["orderId"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(!orders.is_empty(), "some holds went through");
+
+    // The conditional writes themselves, without the check through the index first: every held
+    // seat is left alone and reported, every other seat is rewritten.
+    let in_use = sale
+        .ledger
+        .seed_seats(&sale.event, &seats(40), sale.clock.now())
+        .await
+        .expect("seed");
+    let stored = sale.seats().await;
+    let held: Vec<&String> = stored
+        .iter()
+        .filter(|(_, item)| item["status"] == "HELD")
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(held.len(), 2 * orders.len());
+    let mut reported: Vec<&str> = in_use.iter().map(|seat| seat.as_str()).collect();
+    reported.sort_unstable();
+    assert_eq!(
+        reported,
+        held.iter().map(|id| id.as_str()).collect::<Vec<_>>()
+    );
+    for (id, item) in &stored {
+        if item["status"] == "HELD" {
+            assert!(
+                orders.iter().any(|order| item["held_by"] == order.as_str()),
+                "{id}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn seeding_a_new_event_writes_every_seat_available() {
     let sale = OnSale::with_seats(0).await;
@@ -98,4 +160,90 @@ async fn open_set_and_close_change_what_they_name() {
         Err(AdminError::UnknownEvent(_))
     ));
     assert!(queue.settings(&unknown).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_ticket_limit_is_set_at_open_changed_cleared_and_never_touches_the_draw_seed() {
+    let sale = OnSale::with_seats(0).await;
+    let queue = sale.queue.as_ref();
+    let now = sale.clock.now();
+    let settings_key = lineup::queue::keys::EventKeys::new(&sale.event).settings;
+    let redis = lineup_tests::redis().await;
+    // A settings hash field as stored (what the hold path's script reads).
+    let stored = |field: &'static str| {
+        let (key, mut redis) = (settings_key.clone(), redis.clone());
+        async move {
+            redis::cmd("HGET")
+                .arg(key)
+                .arg(field)
+                .query_async::<Option<String>>(&mut redis)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        queue
+            .settings(&sale.event)
+            .await
+            .unwrap()
+            .unwrap()
+            .ticket_limit,
+        None
+    );
+    assert_eq!(stored("ticket_limit").await, None, "no limit: no field");
+    let seed = stored("draw_seed")
+        .await
+        .expect("configuring made a draw seed");
+
+    let limit = |n| SettingsChange {
+        ticket_limit: Some(n),
+        ..SettingsChange::default()
+    };
+    let opened = event_admin::open(queue, &sale.event, &limit(4), now)
+        .await
+        .expect("open");
+    assert_eq!(opened.ticket_limit, Some(4));
+    assert_eq!(stored("ticket_limit").await.as_deref(), Some("4"));
+    assert_eq!(
+        queue.settings(&sale.event).await.unwrap(),
+        Some(opened.clone())
+    );
+    assert!(event_admin::describe(&sale.event, &opened).contains("at most 4 tickets per customer"));
+
+    // `set` changes the limit; a `set` that names something else keeps it.
+    let raised = event_admin::set(queue, &sale.event, &limit(6), now)
+        .await
+        .expect("set");
+    assert_eq!(raised.ticket_limit, Some(6));
+    let repaced = SettingsChange {
+        rate: Some(9),
+        ..SettingsChange::default()
+    };
+    let kept = event_admin::set(queue, &sale.event, &repaced, now)
+        .await
+        .expect("set rate");
+    assert_eq!((kept.ticket_limit, kept.admit_per_second), (Some(6), 9));
+    assert_eq!(stored("ticket_limit").await.as_deref(), Some("6"));
+
+    // `--no-ticket-limit` removes the field.
+    let clear = SettingsChange {
+        no_ticket_limit: true,
+        ..SettingsChange::default()
+    };
+    let cleared = event_admin::set(queue, &sale.event, &clear, now)
+        .await
+        .expect("clear");
+    assert_eq!(cleared.ticket_limit, None);
+    assert_eq!(stored("ticket_limit").await, None);
+    assert_eq!(queue.settings(&sale.event).await.unwrap(), Some(cleared));
+
+    // Refused changes change nothing.
+    assert!(matches!(
+        event_admin::set(queue, &sale.event, &limit(0), now).await,
+        Err(AdminError::ZeroTicketLimit)
+    ));
+    assert_eq!(stored("ticket_limit").await, None);
+
+    // None of this re-rolled the pre-queue draw.
+    assert_eq!(stored("draw_seed").await, Some(seed));
 }

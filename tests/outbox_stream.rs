@@ -97,6 +97,7 @@ fn outbox_events(count: usize) -> Vec<OutboxEvent> {
             seat_ids: vec![format!("A-01-{n:02}"), format!("A-02-{n:02}")],
             amount: 24_000 + n as i64,
             currency: "USD".to_owned(),
+            payment_id: None,
             occurred_at: format!("2026-01-01T10:00:{n:02}Z"),
         })
         .collect()
@@ -489,6 +490,7 @@ async fn the_sample_event_publishes_its_two_inserts_and_skips_the_remove() {
                 seat_ids: vec!["A-12-07".to_owned(), "A-12-08".to_owned()],
                 amount: 24_000,
                 currency: "USD".to_owned(),
+                payment_id: None,
                 occurred_at: "2026-01-01T10:00:00Z".to_owned(),
             },
             OutboxEvent {
@@ -500,6 +502,7 @@ async fn the_sample_event_publishes_its_two_inserts_and_skips_the_remove() {
                 seat_ids: vec!["B-03-11".to_owned()],
                 amount: 12_000,
                 currency: "USD".to_owned(),
+                payment_id: None,
                 occurred_at: "2026-01-01T10:01:00Z".to_owned(),
             },
         ]

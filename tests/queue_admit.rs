@@ -26,6 +26,7 @@ fn settings(session: Duration) -> EventSettings {
         max_active: MAX_ACTIVE,
         admit_per_second: RATE,
         session,
+        ticket_limit: None,
     }
 }
 

@@ -1,4 +1,5 @@
-//! Polling: waiting customers learn position, ETA and when to poll again; admitted ones get an
+//! Polling: waiting customers learn position (once the event has opened: before, nothing in the
+//! answer depends on the drawn place), ETA and when to poll again; admitted ones get an
 //! access token that the token check accepts, and that nobody else can use.
 
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use lineup::clock::{Clock, FixedClock};
 use lineup::event_settings::{EventSettings, QueueState};
 use lineup::http::{join, poll};
 use lineup::ids::{CustomerId, EventId};
-use lineup::queue::{Admitter, WaitingLine};
+use lineup::queue::{Admitter, Standing, WaitingLine};
 use lineup::LineupError;
 use lineup_tests::*;
 
@@ -134,7 +135,7 @@ async fn an_admitted_customer_gets_a_token_that_only_they_can_use_for_that_event
     );
     let token = admitted["accessToken"].as_str().unwrap().to_owned();
 
-    let key = signing_key();
+    let key: lineup::signing::SigningKeys = signing_key().into();
     let check = |token: String, event: EventId, caller: CustomerId, now: SystemTime| {
         let (key, queue) = (key.clone(), queue.clone());
         async move {
@@ -150,7 +151,11 @@ async fn an_admitted_customer_gets_a_token_that_only_they_can_use_for_that_event
     let accepted = check(token.clone(), event.clone(), alice.clone(), clock.now())
         .await
         .unwrap();
-    assert_eq!(accepted.customer, alice);
+    assert_eq!(
+        accepted,
+        lineup::queue::LiveAdmission { ticket_limit: None },
+        "a live admission, with the event's rules (no ticket limit here)"
+    );
 
     // Forged: another key signed it; or the claims were edited after signing.
     let forged_key =
@@ -203,7 +208,12 @@ async fn an_admitted_customer_gets_a_token_that_only_they_can_use_for_that_event
     );
 
     // A validly signed token for an admission that does not exist (never issued by poll).
-    let made_up = access_token::issue(&key, &event, &alice, clock.now() + Duration::from_secs(300));
+    let made_up = access_token::issue(
+        &key.current(),
+        &event,
+        &alice,
+        clock.now() + Duration::from_secs(300),
+    );
     assert_eq!(
         refused(check(made_up, event.clone(), alice.clone(), clock.now()).await),
         TokenRejection::Revoked
@@ -245,4 +255,58 @@ async fn waiting_customers_of_a_closed_event_are_told_so_and_new_joins_are_refus
     let late = join::handle(&api, join_request(&event, &customer(2))).await;
     assert_eq!(late.status(), StatusCode::CONFLICT);
     assert_eq!(error_code(&late), "queue_closed");
+}
+
+#[tokio::test]
+async fn before_opening_a_poll_answers_alike_whatever_the_drawn_place() {
+    let queue = queue();
+    let start = SystemTime::now();
+    let clock = Arc::new(FixedClock::at(start));
+    let api = api(queue.clone(), clock.clone());
+    let event = fresh_event();
+    let opens_in = Duration::from_secs(1_800);
+    configure(&queue, &event, EventSettings::opening_at(start + opens_in)).await;
+    for n in 0..50 {
+        queue.join(&event, &customer(n), clock.now()).await.unwrap();
+    }
+    // Who drew the front and the back (the place is only read with a clock past opening).
+    let mut places = Vec::new();
+    for n in 0..50 {
+        match queue.standing(&event, &customer(n), start + opens_in).await {
+            Ok(Some(Standing::Waiting { position, .. })) => places.push((position, n)),
+            other => panic!("customer {n}: {other:?}"),
+        }
+    }
+    places.sort_unstable();
+    let (front, back) = (customer(places[0].1), customer(places[49].1));
+
+    let poll_of = |customer: CustomerId| {
+        let (api, event) = (api.clone(), event.clone());
+        async move {
+            let response = poll::handle(
+                &api,
+                poll_request(&event, &customer, &queue_id(&event, &customer)),
+            )
+            .await;
+            assert_eq!(response.status(), StatusCode::OK);
+            let mut body = body(&response);
+            body.as_object_mut().unwrap().remove("queueId");
+            (body, retry_after(&response))
+        }
+    };
+    let (front_seen, back_seen) = (poll_of(front.clone()).await, poll_of(back.clone()).await);
+    assert_eq!(
+        front_seen, back_seen,
+        "the first and the last of the pre-queue get the same answer before opening"
+    );
+    let (seen, retry) = front_seen;
+    assert_eq!(seen["status"], "waiting");
+    assert!(seen.get("position").is_none(), "{seen}");
+    assert_eq!(seen["etaSeconds"], 1_800, "the ETA counts to the opening");
+    assert!(seen["opensAt"].is_string(), "{seen}");
+    assert_eq!(retry, Some(60));
+
+    clock.advance(opens_in);
+    assert_eq!(poll_of(front).await.0["position"], 0);
+    assert_eq!(poll_of(back).await.0["position"], 49);
 }

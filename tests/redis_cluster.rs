@@ -83,7 +83,7 @@ async fn the_whole_queue_cycle_works_on_a_cluster_across_shards() {
         assert_eq!(position, 2);
         let token = access_token::issue(&signing_key(), event, &customer(0), expires_at);
         access_token::check_admitted(
-            &signing_key(),
+            &signing_key().into(),
             queue.as_ref(),
             Some(&token),
             event,
@@ -94,7 +94,7 @@ async fn the_whole_queue_cycle_works_on_a_cluster_across_shards() {
         .expect("token accepted");
         assert!(queue.release_admission(event, &customer(0)).await.unwrap());
         assert!(access_token::check_admitted(
-            &signing_key(),
+            &signing_key().into(),
             queue.as_ref(),
             Some(&token),
             event,

@@ -211,6 +211,7 @@ function problem(r) {
       code: String(error.code ?? ''),
       message: sentence(error.message),
       seatIds: Array.isArray(error.seatIds) ? error.seatIds.map(String) : [],
+      orderId: typeof error.orderId === 'string' ? error.orderId : null,
     };
   }
   if (r.data && typeof r.data.message === 'string') {
@@ -478,24 +479,35 @@ function handleStanding(standing, retryAfter, date) {
   }
   switch (standing.status) {
     case 'waiting': {
-      const position = Math.max(0, Number(standing.position) || 0);
-      if (state.startPosition === null || position > state.startPosition) state.startPosition = position;
-      const ahead = position;
       setQueueStatus('waiting', 'You are in the queue. Keep this page open; it updates by itself.');
-      el.position.textContent = ahead === 0
-        ? 'You are next!'
-        : `You are number ${(ahead + 1).toLocaleString()} in line (${plural(ahead, 'person', 'people')} ahead of you).`;
-      el.position.dataset.position = String(position);
-      let eta = `Estimated wait: ${describeEta(Number(standing.etaSeconds) || 0)}.`;
-      if (standing.opensAt) {
-        const opens = new Date(standing.opensAt);
-        eta = `The sale opens at ${timeFormat.format(opens)}. Everyone who joins before then gets a random place ahead of later arrivals. ${eta}`;
+      if (standing.position === undefined || standing.position === null) {
+        // Before opening the server shows no position: pre-queue places are drawn, later early
+        // arrivals land ahead at random, and a shown place would let someone with many accounts
+        // keep only the one that drew best. The ETA then counts to the opening.
+        el.position.textContent = 'You are in the pre-queue: your place is drawn at opening.';
+        delete el.position.dataset.position;
+        el.position.dataset.preQueue = 'true';
+        const opens = standing.opensAt ? ` at ${timeFormat.format(new Date(standing.opensAt))}` : '';
+        el.eta.textContent = `The sale opens${opens}, in ${describeEta(Number(standing.etaSeconds) || 0)}. ` +
+          'Everyone who joins before then gets a random place ahead of later arrivals; joining again does not change it.';
+        state.startPosition = null;
+        el.progress.removeAttribute('value'); // indeterminate until there is a place to show
+        el.progress.setAttribute('aria-valuetext', 'Waiting for the sale to open');
+      } else {
+        const position = Math.max(0, Number(standing.position) || 0);
+        if (state.startPosition === null || position > state.startPosition) state.startPosition = position;
+        const ahead = position;
+        el.position.textContent = ahead === 0
+          ? 'You are next!'
+          : `You are number ${(ahead + 1).toLocaleString()} in line (${plural(ahead, 'person', 'people')} ahead of you).`;
+        el.position.dataset.position = String(position);
+        delete el.position.dataset.preQueue;
+        el.eta.textContent = `Estimated wait: ${describeEta(Number(standing.etaSeconds) || 0)}.`;
+        // From where you joined (a sliver) to the front (full: you are next).
+        el.progress.max = state.startPosition + 1;
+        el.progress.value = state.startPosition - position + 1;
+        el.progress.setAttribute('aria-valuetext', ahead === 0 ? 'You are next' : `${plural(ahead, 'person', 'people')} ahead`);
       }
-      el.eta.textContent = eta;
-      // From where you joined (a sliver) to the front (full: you are next).
-      el.progress.max = state.startPosition + 1;
-      el.progress.value = state.startPosition - position + 1;
-      el.progress.setAttribute('aria-valuetext', ahead === 0 ? 'You are next' : `${plural(ahead, 'person', 'people')} ahead`);
       if (state.phase !== 'waiting') setPhase('waiting');
       schedulePoll(retryAfter ?? DEFAULT_POLL_S);
       break;
@@ -507,6 +519,7 @@ function handleStanding(standing, retryAfter, date) {
       setQueueStatus('admitted', `It is your turn! Hold your seats before ${timeFormat.format(new Date(until - state.clockSkewMs))}.`);
       el.position.textContent = '';
       delete el.position.dataset.position;
+      delete el.position.dataset.preQueue;
       el.eta.textContent = '';
       el.progress.max = 1;
       el.progress.value = 1;
@@ -537,6 +550,8 @@ function endQueue(status, text, joinLabel) {
   cancel('admission');
   setQueueStatus(status, text);
   el.position.textContent = '';
+  delete el.position.dataset.position;
+  delete el.position.dataset.preQueue;
   el.eta.textContent = '';
   el.join.textContent = joinLabel;
   saveSession({ queueId: null });
@@ -924,8 +939,18 @@ function holdRefused(r) {
       notify(`${p.message}`, 'error');
       return;
     case 'hold_exists':
+      // The answer names the open order: show it (its answer may have been lost, or it was
+      // made in another tab), so it can be paid or released.
       setPhase('choosing');
+      if (p.orderId) {
+        recoverOrder(p.orderId, p.message);
+        return;
+      }
       notify(`${p.message} If you released them in another tab, wait a moment and try again.`, 'error');
+      return;
+    case 'ticket_limit_reached':
+      setPhase('choosing');
+      notify(`${p.message} Choose fewer seats, or none: you have all this event allows.`, 'error');
       return;
     default:
       setPhase('choosing');
@@ -974,6 +999,22 @@ function tickCountdown() {
     notify('Less than one minute left to pay for your seats.', 'info');
   }
   later('countdown', ((left - 1) % 1000) + 1, tickCountdown);
+}
+
+/** Shows the caller's open order named by a `hold_exists` refusal, if it is still held. */
+async function recoverOrder(orderId, message) {
+  try {
+    const r = await api('GET', `/orders/${enc(orderId)}`);
+    if (r.status === 200 && r.data && r.data.status === 'PENDING' && Date.parse(r.data.expiresAt) > serverNow()) {
+      noteServerDate(r.date);
+      showOrder(r.data, { announce: false });
+      notify('You already hold these seats: pay for them or release them to choose others.', 'info');
+      return;
+    }
+  } catch {
+    /* fall through */
+  }
+  notify(`${message} If you released them in another tab, wait a moment and try again.`, 'error');
 }
 
 function holdLapsed() {

@@ -66,7 +66,7 @@ pub enum EventAction {
         #[command(flatten)]
         endpoints: EndpointArgs,
     },
-    /// Change max active, rate, opening time or session length, keeping the state.
+    /// Change max active, rate, opening time, session length or ticket limit, keeping the state.
     Set {
         event: String,
         #[command(flatten)]
@@ -80,4 +80,47 @@ pub enum EventAction {
         #[command(flatten)]
         endpoints: EndpointArgs,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Cli, Command, EventAction};
+
+    fn change(args: &[&str]) -> Result<crate::event_admin::SettingsChange, clap::Error> {
+        let cli = Cli::try_parse_from(["lineup", "event"].iter().chain(args))?;
+        match cli.command {
+            Command::Event {
+                action: EventAction::Set { change, .. } | EventAction::Open { change, .. },
+            } => Ok(change),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_ticket_limit_flags_parse_and_refuse_nonsense() {
+        let set = change(&["set", "gala", "--ticket-limit", "4"]).unwrap();
+        assert_eq!((set.ticket_limit, set.no_ticket_limit), (Some(4), false));
+        let opened = change(&["open", "gala", "--ticket-limit", "2"]).unwrap();
+        assert_eq!(opened.ticket_limit, Some(2));
+        let removed = change(&["set", "gala", "--no-ticket-limit"]).unwrap();
+        assert_eq!(
+            (removed.ticket_limit, removed.no_ticket_limit),
+            (None, true)
+        );
+        let untouched = change(&["set", "gala", "--rate", "5"]).unwrap();
+        assert_eq!(
+            (untouched.ticket_limit, untouched.no_ticket_limit),
+            (None, false)
+        );
+        for refused in [
+            &["set", "gala", "--ticket-limit", "0"][..],
+            &["set", "gala", "--ticket-limit", "-1"],
+            &["set", "gala", "--ticket-limit", "many"],
+            &["set", "gala", "--ticket-limit", "3", "--no-ticket-limit"],
+        ] {
+            assert!(change(refused).is_err(), "{refused:?} was accepted");
+        }
+    }
 }

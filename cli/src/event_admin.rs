@@ -22,12 +22,19 @@ pub struct SettingsChange {
     #[arg(long)]
     pub rate: Option<u32>,
     /// When admission starts: an RFC 3339 time (2026-12-01T10:00:00Z) or a delay from now
-    /// (`+10m`). Customers joining earlier form the pre-queue, shuffled at opening.
+    /// (`+10m`). Customers joining earlier form the pre-queue, ahead of later arrivals in an
+    /// order drawn from the event's seed (no positions are shown before opening).
     #[arg(long, value_parser = parse_opens_at)]
     pub opens_at: Option<OpensAt>,
     /// How long an admission lasts, in seconds, before its slot goes to the next customer.
     #[arg(long)]
     pub session_seconds: Option<u64>,
+    /// At most this many seats per customer for the event (paid, or held and not lapsed).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub ticket_limit: Option<u32>,
+    /// Remove the event's ticket limit (customers may then buy any number of seats).
+    #[arg(long, conflicts_with = "ticket_limit")]
+    pub no_ticket_limit: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +71,10 @@ pub enum AdminError {
     SeatsInUse { event: String, in_use: usize },
     #[error("max active and rate must be at least 1")]
     ZeroLimit,
+    #[error("the ticket limit must be at least 1 (--no-ticket-limit removes it)")]
+    ZeroTicketLimit,
+    #[error("--ticket-limit and --no-ticket-limit contradict each other")]
+    ConflictingTicketLimit,
     #[error(transparent)]
     Lineup(#[from] LineupError),
 }
@@ -86,6 +97,13 @@ impl SettingsChange {
         if let Some(seconds) = self.session_seconds {
             settings.session = Duration::from_secs(seconds);
         }
+        match (self.ticket_limit, self.no_ticket_limit) {
+            (Some(_), true) => return Err(AdminError::ConflictingTicketLimit),
+            (Some(0), false) => return Err(AdminError::ZeroTicketLimit),
+            (Some(limit), false) => settings.ticket_limit = Some(limit),
+            (None, true) => settings.ticket_limit = None,
+            (None, false) => {}
+        }
         if settings.max_active == 0 || settings.admit_per_second == 0 {
             return Err(AdminError::ZeroLimit);
         }
@@ -95,7 +113,8 @@ impl SettingsChange {
 
 /// Writes the seats (all AVAILABLE). Seeding overwrites seats with the same ids, so it is
 /// refused while any of the event's seats is held or sold: re-seeding a live on-sale would put
-/// sold seats back on sale.
+/// sold seats back on sale. Each write is conditioned on its seat not being in use, so even a
+/// hold racing the seeding keeps its seat (the seeding then reports it).
 pub async fn seed(
     ledger: &DynamoLedger,
     event: &EventId,
@@ -114,7 +133,15 @@ pub async fn seed(
             in_use,
         });
     }
-    ledger.seed_seats(event, seats).await?;
+    // The check above answers early and writes nothing; the writes themselves are conditional,
+    // so a hold that lands between the check and the writes keeps its seat.
+    let in_use = ledger.seed_seats(event, seats, now).await?;
+    if !in_use.is_empty() {
+        return Err(AdminError::SeatsInUse {
+            event: event.as_str().to_owned(),
+            in_use: in_use.len(),
+        });
+    }
     tracing::info!(event = %event, seats = seats.len(), "seats seeded");
     Ok(())
 }
@@ -161,16 +188,22 @@ pub async fn close(store: &dyn EventSettingsStore, event: &EventId) -> Result<()
     }
 }
 
-/// One line per setting, for the operator's terminal.
+/// One line per setting, for the operator's terminal. (The pre-queue draw seed is not a
+/// setting: it is never shown before opening.)
 pub fn describe(event: &EventId, settings: &EventSettings) -> String {
+    let ticket_limit = match settings.ticket_limit {
+        Some(limit) => format!("at most {limit} tickets per customer"),
+        None => "no ticket limit".to_owned(),
+    };
     format!(
-        "event {}: {}, opens at {}, max active {}, {} admissions/s, sessions of {}",
+        "event {}: {}, opens at {}, max active {}, {} admissions/s, sessions of {}, {}",
         event,
         settings.state.as_str(),
         humantime::format_rfc3339_seconds(settings.opens_at),
         settings.max_active,
         settings.admit_per_second,
         humantime::format_duration(settings.session),
+        ticket_limit,
     )
 }
 
@@ -192,6 +225,7 @@ mod tests {
         assert_eq!(changed.opens_at, now + Duration::from_secs(600));
         assert_eq!(changed.max_active, base.max_active);
         assert_eq!(changed.session, base.session);
+        assert_eq!(changed.ticket_limit, None, "no limit unless one is named");
         let zero = SettingsChange {
             max_active: Some(0),
             ..SettingsChange::default()
@@ -199,5 +233,48 @@ mod tests {
         assert!(matches!(zero.apply(base, now), Err(AdminError::ZeroLimit)));
         assert!(parse_opens_at("2026-12-01T10:00:00Z").is_ok());
         assert!(parse_opens_at("tomorrow").is_err());
+    }
+
+    #[test]
+    fn a_ticket_limit_is_set_kept_and_removed_only_when_named() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let base = EventSettings::opening_at(now);
+        let limit = |n| SettingsChange {
+            ticket_limit: Some(n),
+            ..SettingsChange::default()
+        };
+        let limited = limit(4).apply(base, now).unwrap();
+        assert_eq!(limited.ticket_limit, Some(4));
+        let repaced = SettingsChange {
+            rate: Some(7),
+            ..SettingsChange::default()
+        }
+        .apply(limited.clone(), now)
+        .unwrap();
+        assert_eq!(
+            repaced.ticket_limit,
+            Some(4),
+            "a change that names no limit keeps it"
+        );
+        let removed = SettingsChange {
+            no_ticket_limit: true,
+            ..SettingsChange::default()
+        }
+        .apply(repaced, now)
+        .unwrap();
+        assert_eq!(removed.ticket_limit, None);
+        assert!(matches!(
+            limit(0).apply(limited.clone(), now),
+            Err(AdminError::ZeroTicketLimit)
+        ));
+        let both = SettingsChange {
+            no_ticket_limit: true,
+            ..limit(2)
+        };
+        assert!(matches!(
+            both.apply(limited, now),
+            Err(AdminError::ConflictingTicketLimit)
+        ));
+        assert!(describe(&EventId::parse("gala").unwrap(), &removed).ends_with("no ticket limit"));
     }
 }

@@ -4,7 +4,12 @@
 //! also asks Redis whether that very admission is still in the active set, which is how leaving
 //! or paying revokes a token before it expires.
 //!
-//! Wire format: `v1.<base64url(JSON claims)>.<base64url(HMAC)>`.
+//! Wire format: `v2.<key id>.<base64url(JSON claims)>.<base64url(HMAC)>`, the HMAC covering the
+//! key id and the claims. The key id (see [`crate::signing::KeyId`]) names the version of the
+//! signing key that signed it, so a token issued before a rotation still verifies, under the
+//! previous key, for as long as that key is `AWSPREVIOUS`. Tokens of the first format,
+//! `v1.<claims>.<HMAC>` (no key id), are still accepted under the current key: a deploy of this
+//! format mid-sale voids none (they live for one admission, minutes).
 
 use std::time::SystemTime;
 
@@ -15,12 +20,16 @@ use subtle::ConstantTimeEq;
 
 use crate::clock::{from_unix_millis, unix_millis};
 use crate::ids::{CustomerId, EventId};
-use crate::queue::AdmissionRegistry;
-use crate::signing::SigningKey;
+use crate::queue::{AdmissionRegistry, LiveAdmission};
+use crate::secrets::KeyRing;
+use crate::signing::{KeyId, SigningKey, SigningKeys};
 use crate::LineupError;
 
-const VERSION: &str = "v1";
-const PURPOSE: &str = "lineup/access-token/v1";
+const VERSION: &str = "v2";
+const PURPOSE: &str = "lineup/access-token/v2";
+/// The format before key ids; verified under the current key only.
+const LEGACY_VERSION: &str = "v1";
+const LEGACY_PURPOSE: &str = "lineup/access-token/v1";
 
 /// Why a token was refused. The client sees only "403 access_denied"; the reason goes to logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -77,28 +86,39 @@ pub fn issue(
     let payload = URL_SAFE_NO_PAD.encode(
         serde_json::to_vec(&claims).expect("claims of plain strings and numbers always serialise"),
     );
-    let signature = URL_SAFE_NO_PAD.encode(key.mac(PURPOSE, &[payload.as_bytes()]));
-    format!("{VERSION}.{payload}.{signature}")
+    let key_id = key.id().to_hex();
+    let signature =
+        URL_SAFE_NO_PAD.encode(key.mac(PURPOSE, &[key_id.as_bytes(), payload.as_bytes()]));
+    format!("{VERSION}.{key_id}.{payload}.{signature}")
 }
 
-/// Checks everything that needs no lookup: signature, expiry, event and customer.
+/// Checks everything that needs no lookup: signature (under the key version the token names,
+/// if it is still current or previous), expiry, event and customer.
 pub fn verify(
-    key: &SigningKey,
+    keys: &KeyRing<SigningKey>,
     token: &str,
     event: &EventId,
     caller: &CustomerId,
     now: SystemTime,
 ) -> Result<VerifiedToken, TokenRejection> {
-    let mut parts = token.split('.');
-    let (Some(VERSION), Some(payload), Some(signature), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(TokenRejection::Malformed);
+    let parts: Vec<&str> = token.splitn(5, '.').collect();
+    let (expected, payload, signature) = match parts[..] {
+        [VERSION, key_id_text, payload, signature] => {
+            let key_id = KeyId::parse(key_id_text).ok_or(TokenRejection::Malformed)?;
+            // A key rotated out (or never ours) signed nothing this service still accepts.
+            let key = keys.find(key_id).ok_or(TokenRejection::BadSignature)?;
+            let expected = key.mac(PURPOSE, &[key_id_text.as_bytes(), payload.as_bytes()]);
+            (expected, payload, signature)
+        }
+        [LEGACY_VERSION, payload, signature] => {
+            let expected = keys.current().mac(LEGACY_PURPOSE, &[payload.as_bytes()]);
+            (expected, payload, signature)
+        }
+        _ => return Err(TokenRejection::Malformed),
     };
     let signature = URL_SAFE_NO_PAD
         .decode(signature)
         .map_err(|_| TokenRejection::Malformed)?;
-    let expected = key.mac(PURPOSE, &[payload.as_bytes()]);
     if !bool::from(expected.as_slice().ct_eq(&signature)) {
         return Err(TokenRejection::BadSignature);
     }
@@ -125,25 +145,22 @@ pub fn verify(
 }
 
 /// The full check the hold function runs: [`verify`], then one Redis call confirming that this
-/// admission is still the customer's live entry in the active set (not left, paid or replaced).
+/// admission is still the customer's live entry in the active set (not left, paid or replaced),
+/// which also brings the event's rules for the shopping it allows.
 pub async fn check_admitted(
-    key: &SigningKey,
+    keys: &SigningKeys,
     registry: &dyn AdmissionRegistry,
     token: Option<&str>,
     event: &EventId,
     caller: &CustomerId,
     now: SystemTime,
-) -> Result<VerifiedToken, LineupError> {
+) -> Result<LiveAdmission, LineupError> {
     let token = token.ok_or(TokenRejection::Missing)?;
-    let verified = verify(key, token, event, caller, now)?;
-    if registry
-        .is_admitted(event, caller, verified.expires_at, now)
+    let verified = verify(&keys.ring(), token, event, caller, now)?;
+    registry
+        .live_admission(event, caller, verified.expires_at, now)
         .await?
-    {
-        Ok(verified)
-    } else {
-        Err(TokenRejection::Revoked.into())
-    }
+        .ok_or_else(|| TokenRejection::Revoked.into())
 }
 
 #[cfg(test)]
@@ -156,6 +173,10 @@ mod tests {
         SigningKey::new(vec![byte; 32]).unwrap()
     }
 
+    fn ring(byte: u8) -> KeyRing<SigningKey> {
+        KeyRing::single(key(byte))
+    }
+
     #[test]
     fn a_token_verifies_only_for_its_event_customer_and_lifetime() {
         let now = SystemTime::now();
@@ -163,7 +184,7 @@ mod tests {
         let alice = CustomerId::parse("alice").unwrap();
         let token = issue(&key(1), &event, &alice, now + Duration::from_secs(60));
 
-        let ok = verify(&key(1), &token, &event, &alice, now).unwrap();
+        let ok = verify(&ring(1), &token, &event, &alice, now).unwrap();
         assert_eq!(
             unix_millis(ok.expires_at),
             unix_millis(now + Duration::from_secs(60))
@@ -173,19 +194,19 @@ mod tests {
         let bob = CustomerId::parse("bob").unwrap();
         let later = now + Duration::from_secs(61);
         assert_eq!(
-            verify(&key(2), &token, &event, &alice, now),
+            verify(&ring(2), &token, &event, &alice, now),
             Err(TokenRejection::BadSignature)
         );
         assert_eq!(
-            verify(&key(1), &token, &other_event, &alice, now),
+            verify(&ring(1), &token, &other_event, &alice, now),
             Err(TokenRejection::OtherEvent)
         );
         assert_eq!(
-            verify(&key(1), &token, &event, &bob, now),
+            verify(&ring(1), &token, &event, &bob, now),
             Err(TokenRejection::OtherCustomer)
         );
         assert_eq!(
-            verify(&key(1), &token, &event, &alice, later),
+            verify(&ring(1), &token, &event, &alice, later),
             Err(TokenRejection::Expired)
         );
     }
@@ -197,20 +218,96 @@ mod tests {
         let alice = CustomerId::parse("alice").unwrap();
         let token = issue(&key(1), &event, &alice, now + Duration::from_secs(60));
         let (head, signature) = token.rsplit_once('.').unwrap();
+        let key_id = key(1).id().to_hex();
         // A payload claiming a far-off expiry, with the old signature.
         let forged_claims =
             URL_SAFE_NO_PAD.encode(br#"{"e":"ev","c":"alice","q":"x","x":99999999999999}"#);
-        let forged = format!("v1.{forged_claims}.{signature}");
-        assert_eq!(
-            verify(&key(1), &forged, &event, &alice, now),
-            Err(TokenRejection::BadSignature)
-        );
-        for garbled in ["", "v1", "v2.a.b", "v1.a.b.c", &format!("{head}.!!!")] {
+        for forged in [
+            format!("v2.{key_id}.{forged_claims}.{signature}"),
+            format!("v1.{forged_claims}.{signature}"),
+        ] {
             assert_eq!(
-                verify(&key(1), garbled, &event, &alice, now),
+                verify(&ring(1), &forged, &event, &alice, now),
+                Err(TokenRejection::BadSignature),
+                "{forged}"
+            );
+        }
+        for garbled in [
+            "",
+            "v1",
+            "v2.a.b",
+            "v3.a.b.c",
+            "v2.a.b.c.d",
+            "v1.a.b.c",
+            &format!("v2.{key_id}.a.b.c"),
+            &format!("{head}.!!!"),
+            &token.replacen(&key_id, "not-hex!", 1),
+        ] {
+            assert_eq!(
+                verify(&ring(1), garbled, &event, &alice, now),
                 Err(TokenRejection::Malformed),
                 "{garbled:?}"
             );
         }
+    }
+
+    #[test]
+    fn tokens_name_their_key_and_outlive_one_rotation() {
+        let now = SystemTime::now();
+        let event = EventId::parse("ev").unwrap();
+        let alice = CustomerId::parse("alice").unwrap();
+        let expires = now + Duration::from_secs(60);
+        let old_token = issue(&key(1), &event, &alice, expires);
+        assert!(old_token.starts_with(&format!("v2.{}.", key(1).id().to_hex())));
+
+        let rotated = KeyRing::new(key(2), Some(key(1)));
+        assert!(verify(&rotated, &old_token, &event, &alice, now).is_ok());
+        let new_token = issue(rotated.current(), &event, &alice, expires);
+        assert!(new_token.starts_with(&format!("v2.{}.", key(2).id().to_hex())));
+        assert!(verify(&rotated, &new_token, &event, &alice, now).is_ok());
+
+        // Rotated again: the first key is neither current nor previous any more.
+        let rotated_twice = KeyRing::new(key(3), Some(key(2)));
+        assert_eq!(
+            verify(&rotated_twice, &old_token, &event, &alice, now),
+            Err(TokenRejection::BadSignature)
+        );
+        assert!(verify(&rotated_twice, &new_token, &event, &alice, now).is_ok());
+
+        // A token naming one key but signed with another is refused.
+        let (_, rest) = new_token.split_once('.').unwrap();
+        let (_, rest) = rest.split_once('.').unwrap();
+        let relabelled = format!("v2.{}.{rest}", key(1).id().to_hex());
+        assert_eq!(
+            verify(&rotated, &relabelled, &event, &alice, now),
+            Err(TokenRejection::BadSignature)
+        );
+    }
+
+    #[test]
+    fn tokens_of_the_first_format_verify_under_the_current_key_only() {
+        let now = SystemTime::now();
+        let event = EventId::parse("ev").unwrap();
+        let alice = CustomerId::parse("alice").unwrap();
+        let claims = Claims {
+            e: "ev".into(),
+            c: "alice".into(),
+            q: key(1).queue_id(&event, &alice).as_str().to_owned(),
+            x: unix_millis(now + Duration::from_secs(60)),
+        };
+        let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).unwrap());
+        let signature = URL_SAFE_NO_PAD.encode(key(1).mac(LEGACY_PURPOSE, &[payload.as_bytes()]));
+        let legacy = format!("v1.{payload}.{signature}");
+        assert!(verify(&ring(1), &legacy, &event, &alice, now).is_ok());
+        assert_eq!(
+            verify(
+                &KeyRing::new(key(2), Some(key(1))),
+                &legacy,
+                &event,
+                &alice,
+                now
+            ),
+            Err(TokenRejection::BadSignature)
+        );
     }
 }

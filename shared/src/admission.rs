@@ -157,7 +157,7 @@ const DEADLINE_MARGIN: Duration = Duration::from_secs(3);
 pub async fn admit_for_invocation(
     admitter: &dyn Admitter,
     clock: &dyn Clock,
-    config: &crate::config::Config,
+    config: &crate::config::AdmitConfig,
     invocation: lambda_runtime::LambdaEvent<serde_json::Value>,
 ) -> Result<AdmissionSummary, LineupError> {
     expect_scheduled_event(invocation.payload, "admit")?;
@@ -166,19 +166,19 @@ pub async fn admit_for_invocation(
     // then only ADMIT_RUN_MS bounds the run.
     let deadline = crate::clock::from_unix_millis(invocation.context.deadline);
     let run_for = match deadline.duration_since(clock.now()) {
-        Ok(left) => config.admit_run.min(left.saturating_sub(DEADLINE_MARGIN)),
+        Ok(left) => config.run.min(left.saturating_sub(DEADLINE_MARGIN)),
         Err(_) => {
             tracing::warn!(
                 deadline_ms = invocation.context.deadline,
                 "invocation deadline already past; running for ADMIT_RUN_MS"
             );
-            config.admit_run
+            config.run
         }
     };
     let admission = AdmissionLoop {
         admitter,
         clock,
-        tick: config.admit_tick,
+        tick: config.tick,
     };
     let summary = admission.run(run_for).await?;
     tracing::info!(

@@ -1,7 +1,8 @@
 //! AWS SDK clients, built lean. `aws-config`'s credential chain (SSO, STS web identity, IMDS...)
 //! and the aws-lc crypto library would add a third to every binary; in Lambda the credentials
 //! and region are in the environment, and ring serves TLS for both the SDK and Redis. The same
-//! builder points the clients at LocalStack or moto through `AWS_ENDPOINT_URL`.
+//! builder points the clients at LocalStack or moto through `AWS_ENDPOINT_URL` (DynamoDB, SQS and
+//! Secrets Manager alike).
 
 use std::time::Duration;
 
@@ -32,7 +33,12 @@ impl AwsSettings {
     /// From the variables Lambda sets (`AWS_REGION`, `AWS_ACCESS_KEY_ID`,
     /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), plus `AWS_ENDPOINT_URL` when present.
     pub fn from_env() -> Result<Self, ConfigError> {
-        let var = |name: &'static str| std::env::var(name).ok().filter(|value| !value.is_empty());
+        Self::from_lookup(&|name: &str| std::env::var(name).ok())
+    }
+
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let var = |name: &'static str| lookup(name).filter(|value| !value.is_empty());
         let required = |name: &'static str| var(name).ok_or(ConfigError::Missing(name));
         Ok(Self {
             region: var("AWS_REGION")
@@ -97,3 +103,4 @@ macro_rules! client {
 
 client!(dynamodb, aws_sdk_dynamodb);
 client!(sqs, aws_sdk_sqs);
+client!(secretsmanager, aws_sdk_secretsmanager);

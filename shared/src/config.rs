@@ -1,22 +1,39 @@
 //! Settings a function reads from its environment, once, at cold start: a bad setting stops the
 //! function before it takes a request instead of failing mid-request. Nothing else in Lineup
 //! reads the environment.
+//!
+//! Each function has its own settings type and reads only what it uses, so each is given only
+//! what it uses: a function that never signs anything is never handed the signing key.
+//!
+//! | function | reads |
+//! |---|---|
+//! | `join` | [`JoinConfig`]: Redis, the signing key, the optional required JWT claim |
+//! | `poll` | [`QueueFunctionConfig`]: Redis, the signing key |
+//! | `hold` | [`HoldConfig`]: Redis, the signing key, the tables |
+//! | `confirm` | [`ConfirmConfig`]: Redis, the tables, the webhook secret |
+//! | `admit` | [`AdmitConfig`]: Redis, its tick and run time |
+//! | `expire` | [`ExpireConfig`]: Redis, the tables |
+//! | `outbox-stream` | [`crate::outbox::sqs::PublisherConfig`]: the ticket queue |
+//!
+//! Secrets come from Secrets Manager (`*_SECRET_ARN`) or, locally, as literals (see
+//! [`crate::secrets::source`]).
 
 use std::time::Duration;
 
+use crate::aws::AwsSettings;
+use crate::ledger::dynamo::{MissingTable, TableNames};
+use crate::secrets::KeySource;
 use crate::signing::{KeyTooShort, SigningKey};
+use crate::webhook_signature::{SecretTooShort, WebhookSecret};
 
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// Where Redis is: `redis://host:port` (or `rediss://` for TLS, as ElastiCache Serverless
-    /// requires), the bound on connecting and on each reply, and whether it is a cluster.
-    pub redis: RedisSettings,
-    /// Derives queue ids and signs access tokens.
-    pub signing_key: SigningKey,
-    /// The admit function's pace: one tick per `admit_tick`, for `admit_run` per invocation.
-    pub admit_tick: Duration,
-    pub admit_run: Duration,
-}
+/// The signing key's variables: the literal (local runs) or its secret's ARN (AWS).
+pub const SIGNING_KEY: &str = "LINEUP_SIGNING_KEY";
+pub const SIGNING_KEY_SECRET_ARN: &str = "LINEUP_SIGNING_KEY_SECRET_ARN";
+/// The webhook secret's variables, likewise.
+pub const WEBHOOK_SECRET: &str = "LINEUP_WEBHOOK_SECRET";
+pub const WEBHOOK_SECRET_SECRET_ARN: &str = "LINEUP_WEBHOOK_SECRET_ARN";
+/// A JWT claim that must be `true` before a customer may join (e.g. `email_verified`).
+pub const REQUIRED_CLAIM: &str = "LINEUP_REQUIRED_CLAIM";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -30,13 +47,30 @@ pub enum ConfigError {
         #[source]
         source: Option<std::num::ParseIntError>,
     },
+    #[error("neither {literal} nor {arn} is set (set {arn} in AWS, {literal} only locally)")]
+    NoSecretSource {
+        literal: &'static str,
+        arn: &'static str,
+    },
+    #[error("both {literal} and {arn} are set; set exactly one")]
+    TwoSecretSources {
+        literal: &'static str,
+        arn: &'static str,
+    },
     #[error("environment variable LINEUP_SIGNING_KEY is not usable")]
     SigningKey(#[source] KeyTooShort),
     #[error("environment variable LINEUP_WEBHOOK_SECRET is not usable")]
-    WebhookSecret(#[source] crate::webhook_signature::SecretTooShort),
+    WebhookSecret(#[source] SecretTooShort),
 }
 
-/// Where Redis is, for functions that need nothing else of [`Config`] (`confirm`, `expire`).
+impl From<MissingTable> for ConfigError {
+    fn from(MissingTable(name): MissingTable) -> Self {
+        Self::Missing(name)
+    }
+}
+
+/// Where Redis is: `redis://host:port` (or `rediss://` for TLS, as ElastiCache Serverless
+/// requires), the bound on connecting and on each reply, and whether it is a cluster.
 #[derive(Debug, Clone)]
 pub struct RedisSettings {
     pub url: String,
@@ -46,8 +80,10 @@ pub struct RedisSettings {
 }
 
 impl RedisSettings {
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1_000);
+
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(&|name: &str| std::env::var(name).ok())
+        Self::from_lookup(&env)
     }
 
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
@@ -74,10 +110,15 @@ impl RedisSettings {
         };
         Ok(Self {
             url,
-            timeout: millis(lookup, "REDIS_TIMEOUT_MS", Config::DEFAULT_REDIS_TIMEOUT)?,
+            timeout: millis(lookup, "REDIS_TIMEOUT_MS", Self::DEFAULT_TIMEOUT)?,
             cluster,
         })
     }
+}
+
+/// The process environment, as a lookup.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// A positive number of milliseconds, or `default` when unset.
@@ -99,33 +140,185 @@ fn millis(
     }
 }
 
-impl Config {
-    pub const DEFAULT_REDIS_TIMEOUT: Duration = Duration::from_millis(1_000);
-    pub const DEFAULT_ADMIT_TICK: Duration = Duration::from_millis(1_000);
-    pub const DEFAULT_ADMIT_RUN: Duration = Duration::from_secs(55);
+fn signing_key(
+    lookup: &impl Fn(&str) -> Option<String>,
+) -> Result<KeySource<SigningKey>, ConfigError> {
+    KeySource::from_lookup(
+        lookup,
+        SIGNING_KEY,
+        SIGNING_KEY_SECRET_ARN,
+        ConfigError::SigningKey,
+    )
+}
 
+/// The DynamoDB tables and how to reach DynamoDB (`hold`, `confirm`, `expire`).
+#[derive(Debug, Clone)]
+pub struct LedgerConfig {
+    pub tables: TableNames,
+    pub aws: AwsSettings,
+}
+
+impl LedgerConfig {
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            tables: TableNames::from_lookup(lookup)?,
+            aws: AwsSettings::from_lookup(lookup)?,
+        })
+    }
+
+    /// The ledger these settings describe.
+    pub fn ledger(&self) -> crate::ledger::dynamo::DynamoLedger {
+        crate::ledger::dynamo::DynamoLedger::new(
+            crate::aws::dynamodb(&self.aws),
+            self.tables.clone(),
+        )
+    }
+}
+
+/// `poll` (and the queue side of `join` and `hold`): Redis and the signing key.
+#[derive(Debug, Clone)]
+pub struct QueueFunctionConfig {
+    pub redis: RedisSettings,
+    /// Derives queue ids and signs access tokens.
+    pub signing_key: KeySource<SigningKey>,
+}
+
+impl QueueFunctionConfig {
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        Self::from_lookup(&env)
     }
 
     /// The same, from any lookup: tests pass a map instead of touching the process environment.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let required = |name: &'static str| {
-            lookup(name)
-                .filter(|v| !v.is_empty())
-                .ok_or(ConfigError::Missing(name))
-        };
-        let millis = |name, default| millis(&lookup, name, default);
-
-        let redis = RedisSettings::from_lookup(&lookup)?;
-        let signing_key = SigningKey::new(required("LINEUP_SIGNING_KEY")?.into_bytes())
-            .map_err(ConfigError::SigningKey)?;
-
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
-            redis,
-            signing_key,
-            admit_tick: millis("ADMIT_TICK_MS", Self::DEFAULT_ADMIT_TICK)?,
-            admit_run: millis("ADMIT_RUN_MS", Self::DEFAULT_ADMIT_RUN)?,
+            redis: RedisSettings::from_lookup(lookup)?,
+            signing_key: signing_key(lookup)?,
+        })
+    }
+}
+
+/// `join`: Redis, the signing key, and the JWT claim a customer must have before joining.
+#[derive(Debug, Clone)]
+pub struct JoinConfig {
+    pub queue: QueueFunctionConfig,
+    /// `LINEUP_REQUIRED_CLAIM`: a claim of the caller's JWT that must be `"true"` (e.g.
+    /// `email_verified`); unset or empty: none.
+    pub required_claim: Option<String>,
+}
+
+impl JoinConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let required_claim = lookup(REQUIRED_CLAIM).filter(|claim| !claim.is_empty());
+        if let Some(claim) = &required_claim {
+            // Claim names are short identifiers or URIs (`email_verified`, `custom:verified`,
+            // `https://example.com/verified`); whitespace or control characters are a typo.
+            if claim.len() > 256 || claim.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(ConfigError::Invalid {
+                    name: REQUIRED_CLAIM,
+                    reason: "expected a JWT claim name".to_owned(),
+                });
+            }
+        }
+        Ok(Self {
+            queue: QueueFunctionConfig::from_lookup(lookup)?,
+            required_claim,
+        })
+    }
+}
+
+/// `hold`: Redis, the signing key (to check access tokens) and the tables.
+#[derive(Debug, Clone)]
+pub struct HoldConfig {
+    pub queue: QueueFunctionConfig,
+    pub ledger: LedgerConfig,
+}
+
+impl HoldConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            queue: QueueFunctionConfig::from_lookup(lookup)?,
+            ledger: LedgerConfig::from_lookup(lookup)?,
+        })
+    }
+}
+
+/// `confirm`: Redis (to end a payer's admission), the tables and the webhook secret.
+#[derive(Debug, Clone)]
+pub struct ConfirmConfig {
+    pub redis: RedisSettings,
+    pub ledger: LedgerConfig,
+    /// Shared with the payment provider: verifies its webhooks.
+    pub webhook_secret: KeySource<WebhookSecret>,
+}
+
+impl ConfirmConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            redis: RedisSettings::from_lookup(lookup)?,
+            ledger: LedgerConfig::from_lookup(lookup)?,
+            webhook_secret: KeySource::from_lookup(
+                lookup,
+                WEBHOOK_SECRET,
+                WEBHOOK_SECRET_SECRET_ARN,
+                ConfigError::WebhookSecret,
+            )?,
+        })
+    }
+}
+
+/// `admit`: Redis and its pace, one tick per `tick`, for `run` per invocation. No secret.
+#[derive(Debug, Clone)]
+pub struct AdmitConfig {
+    pub redis: RedisSettings,
+    pub tick: Duration,
+    pub run: Duration,
+}
+
+impl AdmitConfig {
+    pub const DEFAULT_TICK: Duration = Duration::from_millis(1_000);
+    pub const DEFAULT_RUN: Duration = Duration::from_secs(55);
+
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            redis: RedisSettings::from_lookup(lookup)?,
+            tick: millis(lookup, "ADMIT_TICK_MS", Self::DEFAULT_TICK)?,
+            run: millis(lookup, "ADMIT_RUN_MS", Self::DEFAULT_RUN)?,
+        })
+    }
+}
+
+/// `expire`: Redis (to close sold-out queues) and the tables.
+#[derive(Debug, Clone)]
+pub struct ExpireConfig {
+    pub redis: RedisSettings,
+    pub ledger: LedgerConfig,
+}
+
+impl ExpireConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            redis: RedisSettings::from_lookup(lookup)?,
+            ledger: LedgerConfig::from_lookup(lookup)?,
         })
     }
 }
@@ -136,65 +329,230 @@ mod tests {
 
     use super::*;
 
-    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    const KEY: &str = "0123456789abcdef0123456789abcdef";
+    const ARN: &str = "arn:aws:secretsmanager:us-east-1:123456789012:secret:lineup-signing-Ab12Cd";
+    const AWS: [(&str, &str); 3] = [
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+    ];
+    const TABLES: [(&str, &str); 3] = [
+        ("SEATS_TABLE", "seats"),
+        ("ORDERS_TABLE", "orders"),
+        ("OUTBOX_TABLE", "outbox"),
+    ];
+
+    fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let vars: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Config::from_lookup(|name| vars.get(name).cloned())
+        move |name| vars.get(name).cloned()
     }
 
-    const KEY: &str = "0123456789abcdef0123456789abcdef";
+    fn with(
+        base: &[(&'static str, &'static str)],
+        more: &[(&'static str, &'static str)],
+    ) -> Vec<(&'static str, &'static str)> {
+        base.iter().chain(more).copied().collect()
+    }
 
     #[test]
     fn minimal_settings_take_defaults() {
-        let config = config(&[
+        let config = AdmitConfig::from_lookup(&lookup(&[("REDIS_URL", "redis://127.0.0.1:6379")]))
+            .expect("admit needs no secret");
+        assert_eq!(config.tick, AdmitConfig::DEFAULT_TICK);
+        assert_eq!(config.run, AdmitConfig::DEFAULT_RUN);
+        assert_eq!(config.redis.timeout, RedisSettings::DEFAULT_TIMEOUT);
+        let join = JoinConfig::from_lookup(&lookup(&[
             ("REDIS_URL", "redis://127.0.0.1:6379"),
-            ("LINEUP_SIGNING_KEY", KEY),
-        ])
+            (SIGNING_KEY, KEY),
+            (REQUIRED_CLAIM, ""),
+        ]))
         .unwrap();
-        assert_eq!(config.admit_tick, Config::DEFAULT_ADMIT_TICK);
-        assert_eq!(config.admit_run, Config::DEFAULT_ADMIT_RUN);
+        assert_eq!(join.required_claim, None, "empty means none");
+        assert!(matches!(join.queue.signing_key, KeySource::Literal(_)));
     }
 
     #[tokio::test]
     async fn tls_redis_urls_are_accepted() {
         // ElastiCache Serverless only speaks TLS: the redis client must be built with it.
-        let config = config(&[
+        let config = QueueFunctionConfig::from_lookup(&lookup(&[
             ("REDIS_URL", "rediss://cache.example.com:6379"),
-            ("LINEUP_SIGNING_KEY", KEY),
-        ])
+            (SIGNING_KEY, KEY),
+        ]))
         .unwrap();
         assert!(crate::queue::redis::RedisQueue::open(&config.redis).is_ok());
     }
 
     #[test]
+    fn each_function_reads_what_it_uses() {
+        let redis = [("REDIS_URL", "redis://x")];
+        let join = JoinConfig::from_lookup(&lookup(
+            &with(
+                &redis,
+                &[
+                    (SIGNING_KEY_SECRET_ARN, ARN),
+                    (REQUIRED_CLAIM, "email_verified"),
+                ],
+            )
+            .into_iter()
+            .chain(AWS)
+            .collect::<Vec<_>>(),
+        ))
+        .unwrap();
+        assert_eq!(join.required_claim.as_deref(), Some("email_verified"));
+        match join.queue.signing_key {
+            KeySource::SecretsManager(secret) => assert_eq!(secret.secret_id, ARN),
+            KeySource::Literal(_) => panic!("the ARN was set"),
+        }
+
+        let confirm = ConfirmConfig::from_lookup(&lookup(
+            &with(&redis, &[(WEBHOOK_SECRET, KEY)])
+                .into_iter()
+                .chain(AWS)
+                .chain(TABLES)
+                .collect::<Vec<_>>(),
+        ))
+        .expect("confirm needs no signing key");
+        assert_eq!(confirm.ledger.tables.orders, "orders");
+
+        let hold = HoldConfig::from_lookup(&lookup(
+            &with(&redis, &[(SIGNING_KEY, KEY)])
+                .into_iter()
+                .chain(AWS)
+                .chain(TABLES)
+                .collect::<Vec<_>>(),
+        ))
+        .expect("hold needs no webhook secret");
+        assert_eq!(hold.ledger.tables.seats, "seats");
+
+        assert!(ExpireConfig::from_lookup(&lookup(
+            &redis
+                .into_iter()
+                .chain(AWS)
+                .chain(TABLES)
+                .collect::<Vec<_>>()
+        ))
+        .is_ok());
+    }
+
+    #[test]
     fn bad_settings_fail_at_start() {
+        let queue = |vars: &[(&'static str, &'static str)]| {
+            QueueFunctionConfig::from_lookup(&lookup(&with(&AWS, vars)))
+        };
         assert!(matches!(
-            config(&[("LINEUP_SIGNING_KEY", KEY)]),
+            queue(&[(SIGNING_KEY, KEY)]),
             Err(ConfigError::Missing("REDIS_URL"))
         ));
         assert!(matches!(
-            config(&[("REDIS_URL", "http://x"), ("LINEUP_SIGNING_KEY", KEY)]),
+            queue(&[("REDIS_URL", "http://x"), (SIGNING_KEY, KEY)]),
             Err(ConfigError::Invalid {
                 name: "REDIS_URL",
                 ..
             })
         ));
         assert!(matches!(
-            config(&[("REDIS_URL", "redis://x"), ("LINEUP_SIGNING_KEY", "short")]),
+            queue(&[("REDIS_URL", "redis://x"), (SIGNING_KEY, "short")]),
             Err(ConfigError::SigningKey(_))
         ));
         assert!(matches!(
-            config(&[
+            queue(&[("REDIS_URL", "redis://x")]),
+            Err(ConfigError::NoSecretSource {
+                literal: SIGNING_KEY,
+                arn: SIGNING_KEY_SECRET_ARN
+            })
+        ));
+        assert!(matches!(
+            queue(&[
                 ("REDIS_URL", "redis://x"),
-                ("LINEUP_SIGNING_KEY", KEY),
-                ("ADMIT_TICK_MS", "0")
+                (SIGNING_KEY, KEY),
+                (SIGNING_KEY_SECRET_ARN, ARN)
             ]),
+            Err(ConfigError::TwoSecretSources { .. })
+        ));
+        assert!(matches!(
+            queue(&[("REDIS_URL", "redis://x"), (SIGNING_KEY_SECRET_ARN, " x ")]),
+            Err(ConfigError::Invalid {
+                name: SIGNING_KEY_SECRET_ARN,
+                ..
+            })
+        ));
+        // The ARN needs the AWS settings to reach Secrets Manager.
+        assert!(matches!(
+            QueueFunctionConfig::from_lookup(&lookup(&[
+                ("REDIS_URL", "redis://x"),
+                (SIGNING_KEY_SECRET_ARN, ARN)
+            ])),
+            Err(ConfigError::Missing("AWS_REGION"))
+        ));
+        assert!(matches!(
+            JoinConfig::from_lookup(&lookup(&[
+                ("REDIS_URL", "redis://x"),
+                (SIGNING_KEY, KEY),
+                (REQUIRED_CLAIM, "email verified")
+            ])),
+            Err(ConfigError::Invalid {
+                name: REQUIRED_CLAIM,
+                ..
+            })
+        ));
+        assert!(matches!(
+            AdmitConfig::from_lookup(&lookup(&[
+                ("REDIS_URL", "redis://x"),
+                ("ADMIT_TICK_MS", "0")
+            ])),
             Err(ConfigError::NotMillis {
                 name: "ADMIT_TICK_MS",
                 ..
             })
         ));
+        assert!(matches!(
+            AdmitConfig::from_lookup(&lookup(&[
+                ("REDIS_URL", "redis://x"),
+                ("ADMIT_RUN_MS", "soon")
+            ])),
+            Err(ConfigError::NotMillis {
+                name: "ADMIT_RUN_MS",
+                source: Some(_)
+            })
+        ));
+        let confirm = |vars: &[(&'static str, &'static str)]| {
+            ConfirmConfig::from_lookup(&lookup(
+                &with(&AWS, &[("REDIS_URL", "redis://x")])
+                    .into_iter()
+                    .chain(TABLES)
+                    .chain(vars.iter().copied())
+                    .collect::<Vec<_>>(),
+            ))
+        };
+        assert!(matches!(
+            confirm(&[(WEBHOOK_SECRET, "short")]),
+            Err(ConfigError::WebhookSecret(_))
+        ));
+        assert!(matches!(
+            confirm(&[(WEBHOOK_SECRET, KEY), (WEBHOOK_SECRET_SECRET_ARN, ARN)]),
+            Err(ConfigError::TwoSecretSources { .. })
+        ));
+        assert!(matches!(
+            confirm(&[(SIGNING_KEY, KEY)]),
+            Err(ConfigError::NoSecretSource {
+                literal: WEBHOOK_SECRET,
+                ..
+            })
+        ));
+        assert!(matches!(
+            ExpireConfig::from_lookup(&lookup(&with(&AWS, &[("REDIS_URL", "redis://x")]))),
+            Err(ConfigError::Missing("SEATS_TABLE"))
+        ));
+    }
+
+    #[test]
+    fn secrets_are_never_printed() {
+        let config =
+            JoinConfig::from_lookup(&lookup(&[("REDIS_URL", "redis://x"), (SIGNING_KEY, KEY)]))
+                .unwrap();
+        assert!(!format!("{config:?}").contains(KEY));
     }
 }

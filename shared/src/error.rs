@@ -7,6 +7,42 @@ use http::StatusCode;
 
 use crate::access_token::TokenRejection;
 
+/// Why a hold was refused: answers about the seats and the customer (409), not faults.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HoldRefused {
+    /// Seats another customer holds or bought (named, so the page can grey them out).
+    #[error("{} of the seats asked for are taken", .0.len())]
+    SeatsUnavailable(Vec<String>),
+    /// Seats whose price is not the one the caller's catalogue had (named).
+    #[error("the price of some seats changed; look at the seat map again")]
+    PriceChanged(Vec<String>),
+    /// The customer already has an open hold for this event: `order_id` is it, so a client whose
+    /// answer to the first hold was lost can find it, pay for it or release it.
+    #[error("you already hold seats for this event; pay for them or release them first")]
+    HoldExists { order_id: Option<String> },
+    /// The seats of this hold, with those the customer already bought, pass the event's limit.
+    #[error("this hold would take you past the event's limit of {limit} tickets per customer")]
+    TicketLimitReached { limit: u32 },
+}
+
+/// Why a payment webhook was refused although it was signed: each is final for this request,
+/// and none changes the order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PaymentRefused {
+    /// The signed body names another order than the path: a captured webhook replayed elsewhere.
+    #[error("the payment names another order than the one in the path")]
+    OrderMismatch,
+    /// This payment already settled (or was refused for) another order.
+    #[error("this payment was already presented for another order")]
+    PaymentAlreadyUsed,
+    /// The order was already settled by another payment: this payment is recorded for a refund.
+    #[error("this order was already settled by another payment; this payment will be refunded")]
+    OrderNotPayable,
+    /// The Idempotency-Key came before with a different request.
+    #[error("this Idempotency-Key was already used with another request")]
+    IdempotencyKeyReused,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LineupError {
     /// No verified customer on the request (no JWT `sub` claim, or an unusable one).
@@ -16,6 +52,10 @@ pub enum LineupError {
     /// The request itself is malformed: bad ids, bad JSON, wrong headers.
     #[error("{message}")]
     InvalidRequest { code: &'static str, message: String },
+
+    /// The body is longer than the route takes: refused before it is parsed or hashed.
+    #[error("the body is larger than this route takes ({limit} bytes at most)")]
+    BodyTooLarge { limit: usize },
 
     #[error("no on-sale event with this id")]
     EventNotFound,
@@ -61,6 +101,12 @@ pub enum LineupError {
     #[error("the ticket queue did not take the message")]
     PublishFailed(#[source] Box<aws_sdk_sqs::Error>),
 
+    #[error(transparent)]
+    HoldRefused(#[from] HoldRefused),
+
+    #[error(transparent)]
+    PaymentRefused(#[from] PaymentRefused),
+
     #[error("{message}")]
     Conflict {
         code: &'static str,
@@ -105,13 +151,16 @@ impl LineupError {
         match self {
             Self::Unauthenticated | Self::BadSignature(_) => StatusCode::UNAUTHORIZED,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict { .. } => StatusCode::CONFLICT,
+            Self::Conflict { .. } | Self::HoldRefused(_) => StatusCode::CONFLICT,
+            Self::PaymentRefused(PaymentRefused::OrderMismatch) => StatusCode::BAD_REQUEST,
+            Self::PaymentRefused(_) => StatusCode::CONFLICT,
             Self::PaymentMismatch(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::SeatStoreUnavailable(_) | Self::PublishFailed(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             Self::SeatStoreFailure(_) | Self::MalformedItem(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::InvalidRequest { .. } | Self::UnknownSeats(_) => StatusCode::BAD_REQUEST,
+            Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::AccessDenied(_) => StatusCode::FORBIDDEN,
             Self::EventNotFound | Self::QueueEntryNotFound | Self::RouteNotFound { .. } => {
                 StatusCode::NOT_FOUND
@@ -132,10 +181,23 @@ impl LineupError {
             Self::NotFound(_) => "not_found",
             Self::UnknownSeats(_) => "unknown_seats",
             Self::Conflict { code, .. } => code,
+            Self::HoldRefused(refused) => match refused {
+                HoldRefused::SeatsUnavailable(_) => "seats_unavailable",
+                HoldRefused::PriceChanged(_) => "price_changed",
+                HoldRefused::HoldExists { .. } => "hold_exists",
+                HoldRefused::TicketLimitReached { .. } => "ticket_limit_reached",
+            },
+            Self::PaymentRefused(refused) => match refused {
+                PaymentRefused::OrderMismatch => "order_mismatch",
+                PaymentRefused::PaymentAlreadyUsed => "payment_already_used",
+                PaymentRefused::OrderNotPayable => "order_not_payable",
+                PaymentRefused::IdempotencyKeyReused => "idempotency_key_reused",
+            },
             Self::PaymentMismatch(_) => "payment_mismatch",
             Self::SeatStoreUnavailable(_) | Self::PublishFailed(_) => "service_unavailable",
             Self::SeatStoreFailure(_) | Self::MalformedItem(_) => "internal_error",
             Self::InvalidRequest { code, .. } => code,
+            Self::BodyTooLarge { .. } => "body_too_large",
             Self::EventNotFound => "event_not_found",
             Self::QueueEntryNotFound => "queue_entry_not_found",
             Self::RouteNotFound { .. } => "route_not_found",
@@ -172,7 +234,18 @@ impl LineupError {
     pub fn seat_ids(&self) -> Option<&[String]> {
         match self {
             Self::Conflict { seat_ids, .. } if !seat_ids.is_empty() => Some(seat_ids),
+            Self::HoldRefused(
+                HoldRefused::SeatsUnavailable(seat_ids) | HoldRefused::PriceChanged(seat_ids),
+            ) => Some(seat_ids),
             Self::UnknownSeats(seat_ids) => Some(seat_ids),
+            _ => None,
+        }
+    }
+
+    /// The order an error is about (the open hold for `hold_exists`), shown as `error.orderId`.
+    pub fn order_id(&self) -> Option<&str> {
+        match self {
+            Self::HoldRefused(HoldRefused::HoldExists { order_id }) => order_id.as_deref(),
             _ => None,
         }
     }

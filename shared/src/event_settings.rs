@@ -1,5 +1,11 @@
 //! Per-event on-sale settings, kept in Redis beside the event's queue so that every queue script
 //! reads them in the same atomic step as the queue itself.
+//!
+//! The event's pre-queue draw seed lives in the same Redis hash but is deliberately not part of
+//! [`EventSettings`]: it is made once, by the store, the first time the event is configured, and
+//! never changed or shown by an operator's command (re-rolling it would re-shuffle a pre-queue;
+//! showing it before opening would let anyone compute every customer's draw). See
+//! [`crate::queue::redis`].
 
 use std::time::{Duration, SystemTime};
 
@@ -32,8 +38,9 @@ impl QueueState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventSettings {
     pub state: QueueState,
-    /// When admission starts. Customers who join earlier form the pre-queue, placed in random
-    /// order ahead of everyone who joins later.
+    /// When admission starts. Customers who join earlier form the pre-queue, placed ahead of
+    /// everyone who joins later in an order drawn from the event's seed and each customer id
+    /// (so trying again never changes a place).
     pub opens_at: SystemTime,
     /// At most this many admitted customers shop at once.
     pub max_active: u32,
@@ -42,6 +49,10 @@ pub struct EventSettings {
     pub admit_per_second: u32,
     /// How long an admission lasts before its slot is given to the next customer.
     pub session: Duration,
+    /// At most this many seats per customer for the event (paid, or held and not lapsed);
+    /// `None`: no limit. Stored as the settings hash's `ticket_limit` field (absent when `None`),
+    /// which the hold path reads in the same atomic step as the hold.
+    pub ticket_limit: Option<u32>,
 }
 
 impl EventSettings {
@@ -57,6 +68,7 @@ impl EventSettings {
             max_active: Self::DEFAULT_MAX_ACTIVE,
             admit_per_second: Self::DEFAULT_ADMIT_PER_SECOND,
             session: Self::DEFAULT_SESSION,
+            ticket_limit: None,
         }
     }
 }

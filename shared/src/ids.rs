@@ -61,7 +61,7 @@ impl CustomerId {
 /// It is derived, not stored: the first 16 bytes of an HMAC over the event and the customer,
 /// base64url without padding (22 characters). The server recomputes it from the caller and the
 /// path, so one customer cannot name another's entry, and the queue stores nothing but the
-/// customer id (see `DESIGN.md`, "Keep the queue lean").
+/// customer id (see `docs/decisions/0003-derived-queue-ids.md`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct QueueId(String);
 
@@ -160,6 +160,33 @@ impl OrderId {
     }
 }
 
+/// The payment provider's id of one payment (`pay_...`): 1–255 visible ASCII characters. It
+/// keys the record that lets a payment settle at most one order, ever.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PaymentId(String);
+
+impl PaymentId {
+    pub const MAX_LEN: usize = 255;
+
+    pub fn parse(raw: &str) -> Result<Self, LineupError> {
+        let well_formed = !raw.is_empty()
+            && raw.len() <= Self::MAX_LEN
+            && raw.bytes().all(|b| b.is_ascii_graphic());
+        if well_formed {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(LineupError::invalid(
+                "invalid_payment_id",
+                "paymentId must be 1-255 visible ASCII characters",
+            ))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// 1 to `max_len` characters of `A-Z a-z 0-9 _ -`: safe in a Redis hash tag, a DynamoDB key
 /// (`<event>#<seat>`) and a URL path, with no escaping.
 fn is_plain_id(raw: &str, max_len: usize) -> bool {
@@ -184,7 +211,7 @@ macro_rules! display_as_str {
         }
     )*};
 }
-display_as_str!(EventId, CustomerId, QueueId, SeatId, OrderId);
+display_as_str!(EventId, CustomerId, QueueId, SeatId, OrderId, PaymentId);
 
 #[cfg(test)]
 mod tests {
@@ -203,6 +230,14 @@ mod tests {
         assert!(CustomerId::parse("auth0|5f7c").is_ok());
         for bad in ["", "a b", "tab\t", &"x".repeat(129)] {
             assert!(CustomerId::parse(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn payment_ids_are_visible_ascii_and_bounded() {
+        assert!(PaymentId::parse("pay_1QbXyZ").is_ok());
+        for bad in ["", "pay 1", "pay\n1", &"p".repeat(256)] {
+            assert!(PaymentId::parse(bad).is_err(), "{bad:?} should be refused");
         }
     }
 

@@ -9,6 +9,7 @@
 //! - [`error`]: the one error type, and its one mapping to an HTTP status and error code.
 //! - [`ids`]: validated identifiers (events, customers, queue entries).
 //! - [`clock`]: the clock port, so tests can fix "now".
+//! - [`secrets`]: the signing key and webhook secret, fetched from Secrets Manager and rotated.
 //! - [`signing`]: the HMAC key behind queue ids and access tokens.
 //! - [`access_token`]: the signed proof that a customer was admitted.
 //! - [`event_settings`]: per-event on-sale settings (open or closed, opening time, caps, rate).
@@ -36,8 +37,9 @@ pub mod logging;
 pub mod metrics;
 pub mod outbox;
 pub mod queue;
+pub mod secrets;
 pub mod signing;
 pub mod wait_policy;
 pub mod webhook_signature;
 
-pub use error::LineupError;
+pub use error::{HoldRefused, LineupError, PaymentRefused};

@@ -168,7 +168,7 @@ async fn main() {
     // 3. Redis round trips per operation, counted (after each script's first use: a fresh Redis
     // answers the first EVALSHA with NOSCRIPT, costing one SCRIPT LOAD and a retry, once).
     queue
-        .is_admitted(
+        .live_admission(
             &event,
             &uuid_customer(0),
             SystemTime::now(),
@@ -193,7 +193,7 @@ async fn main() {
     let poll_calls = delta(&before, &command_calls(&mut raw).await);
     let before = command_calls(&mut raw).await;
     queue
-        .is_admitted(
+        .live_admission(
             &event,
             &uuid_customer(0),
             SystemTime::now(),

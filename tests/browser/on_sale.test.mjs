@@ -64,7 +64,12 @@ test('on-sale in the browser: queue, seat map, a lost race for a seat, payment, 
       const body = await response.json();
       assert.ok(['waiting', 'admitted'].includes(body.status), `join status ${body.status}`);
       await alice.page.waitForSelector('#status[data-status="waiting"], #status[data-status="admitted"]', { timeout: STEP_MS });
-      if (body.status === 'waiting') {
+      if (body.status === 'waiting' && body.position === undefined) {
+        // Before opening the server shows no position (the pre-queue draw is not revealed).
+        assert.ok(body.opensAt, `a waiting answer without a position is a pre-opening one: ${JSON.stringify(body)}`);
+        const position = await alice.page.textContent('#position');
+        assert.match(position, /pre-queue.*drawn at opening/i, `the page explains the pre-queue, got "${position}"`);
+      } else if (body.status === 'waiting') {
         const position = await alice.page.textContent('#position');
         assert.match(position, body.position === 0 ? /you are next/i : new RegExp(`number ${(body.position + 1).toLocaleString('en-US')}\\b`),
           `the page shows the 1-based position (server position ${body.position}), got "${position}"`);

@@ -94,7 +94,7 @@ pub async fn open_event(queue: &RedisQueue, now: SystemTime) -> EventId {
 pub fn api(queue: Arc<RedisQueue>, clock: Arc<dyn Clock>) -> QueueApi {
     QueueApi {
         line: queue,
-        key: signing_key(),
+        key: signing_key().into(),
         clock,
     }
 }
@@ -262,6 +262,125 @@ pub async fn snapshot(event: &EventId) -> BTreeMap<String, Value> {
         .unwrap();
     state.insert("open".to_owned(), open.into());
     state
+}
+
+/// Every Redis key of one event, found by scanning its hash tag (`{ev:<id>}*`) rather than by
+/// name, so a key added later is covered too; each key's whole content by its type (hash fields,
+/// ZSET members with their scores, ...) and whether it has a TTL; plus the four keys of
+/// [`EventKeys`] by name (`null` when absent) and whether the event is in the open-events set.
+/// The attack tests compare it before and after an attack.
+pub async fn event_state(event: &EventId) -> Value {
+    let mut connection = redis().await;
+    let keys = EventKeys::new(event);
+    let mut names: std::collections::BTreeSet<String> =
+        [&keys.settings, &keys.queue, &keys.active, &keys.admission]
+            .into_iter()
+            .cloned()
+            .collect();
+    let pattern = format!("{{ev:{}}}*", event.as_str());
+    let mut cursor = 0_u64;
+    loop {
+        let (next, found): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut connection)
+            .await
+            .expect("SCAN");
+        names.extend(found);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    let mut state = serde_json::Map::new();
+    for name in names {
+        let content = redis_key_content(&mut connection, &name).await;
+        state.insert(name, content);
+    }
+    let open: bool = redis::cmd("SISMEMBER")
+        .arg(OPEN_EVENTS)
+        .arg(event.as_str())
+        .query_async(&mut connection)
+        .await
+        .expect("SISMEMBER");
+    state.insert(format!("{OPEN_EVENTS} has {}", event.as_str()), open.into());
+    Value::Object(state)
+}
+
+/// One key's type and whole content (`null` when the key does not exist).
+async fn redis_key_content(connection: &mut redis::aio::MultiplexedConnection, key: &str) -> Value {
+    let kind: String = redis::cmd("TYPE")
+        .arg(key)
+        .query_async(connection)
+        .await
+        .expect("TYPE");
+    let content = match kind.as_str() {
+        "none" => return Value::Null,
+        "hash" => {
+            let map: BTreeMap<String, String> = redis::cmd("HGETALL")
+                .arg(key)
+                .query_async(connection)
+                .await
+                .expect("HGETALL");
+            serde_json::to_value(map)
+        }
+        "zset" => {
+            // Scores as Redis prints them: exact, whatever their size.
+            let members: Vec<(String, String)> = redis::cmd("ZRANGE")
+                .arg(key)
+                .arg(0)
+                .arg(-1)
+                .arg("WITHSCORES")
+                .query_async(connection)
+                .await
+                .expect("ZRANGE");
+            serde_json::to_value(members)
+        }
+        "set" => {
+            let members: std::collections::BTreeSet<String> = redis::cmd("SMEMBERS")
+                .arg(key)
+                .query_async(connection)
+                .await
+                .expect("SMEMBERS");
+            serde_json::to_value(members)
+        }
+        "list" => {
+            let items: Vec<String> = redis::cmd("LRANGE")
+                .arg(key)
+                .arg(0)
+                .arg(-1)
+                .query_async(connection)
+                .await
+                .expect("LRANGE");
+            serde_json::to_value(items)
+        }
+        "string" => {
+            let text: String = redis::cmd("GET")
+                .arg(key)
+                .query_async(connection)
+                .await
+                .expect("GET");
+            Ok(Value::String(text))
+        }
+        _ => {
+            let dump: Vec<u8> = redis::cmd("DUMP")
+                .arg(key)
+                .query_async(connection)
+                .await
+                .expect("DUMP");
+            serde_json::to_value(dump)
+        }
+    }
+    .expect("plain data");
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(key)
+        .query_async(connection)
+        .await
+        .expect("PTTL");
+    serde_json::json!({ "type": kind, "content": content, "expires": ttl >= 0 })
 }
 
 /// The Redis admitter limited to some events: tests running side by side keep their own events

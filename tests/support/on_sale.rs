@@ -33,6 +33,16 @@ pub fn webhook_secret() -> WebhookSecret {
     WebhookSecret::new(DEV_WEBHOOK_SECRET).expect("long enough")
 }
 
+/// A payment webhook's body: the provider's payment `payment_id` of `amount` (KRW) for `order_id`.
+pub fn payment_body(order_id: &str, payment_id: &str, amount: i64) -> Value {
+    serde_json::json!({
+        "orderId": order_id,
+        "paymentId": payment_id,
+        "amount": amount,
+        "currency": CURRENCY,
+    })
+}
+
 /// Seat `n` of section `A`: `A-001`, `A-002`...
 pub fn seat(n: usize) -> SeatId {
     SeatId::parse(&format!("A-{n:03}")).expect("valid seat id")
@@ -77,7 +87,7 @@ impl OnSale {
             })
             .collect();
         ledger
-            .seed_seats(&event, &new_seats)
+            .seed_seats(&event, &new_seats, SystemTime::now())
             .await
             .expect("seed seats");
 
@@ -89,6 +99,7 @@ impl OnSale {
             max_active: 10_000,
             admit_per_second: 10_000,
             session: Duration::from_secs(600),
+            ticket_limit: None,
         };
         queue
             .configure(&event, &settings)
@@ -97,20 +108,20 @@ impl OnSale {
 
         let queue_api = QueueApi {
             line: queue.clone(),
-            key: signing_key(),
+            key: signing_key().into(),
             clock: clock.clone(),
         };
         let hold_api = HoldApi {
             ledger: ledger.clone(),
             admissions: queue.clone(),
-            key: signing_key(),
+            key: signing_key().into(),
             clock: clock.clone(),
             catalogue: Arc::default(),
         };
         let confirm_api = ConfirmApi {
             ledger: ledger.clone(),
             admissions: queue.clone(),
-            secret: webhook_secret(),
+            secret: webhook_secret().into(),
             clock: clock.clone(),
         };
         Self {
@@ -238,7 +249,7 @@ impl OnSale {
 
     /// Pays `amount` for the order, with a fresh idempotency key.
     pub async fn pay(&self, order_id: &str, amount: i64) -> Response<Body> {
-        let payment = serde_json::json!({ "paymentId": unique("pay"), "amount": amount, "currency": CURRENCY });
+        let payment = payment_body(order_id, &unique("pay"), amount);
         confirm::handle(
             &self.confirm_api,
             self.confirm_request(order_id, &unique("key"), &payment),
@@ -326,6 +337,17 @@ impl OnSale {
             "seats": self.scan(&self.tables.seats).await,
             "orders": self.scan(&self.tables.orders).await,
             "outbox": self.scan(&self.tables.outbox).await,
+        })
+    }
+
+    /// Everything stored for this on-sale: the three tables ([`Self::snapshot`]) and every Redis
+    /// key of the event with whether it is open ([`crate::event_state`]). The attack tests
+    /// compare it before and after each attack. (The admission hash holds the admitter's token
+    /// bucket, so an admit tick changes it; nothing else does.)
+    pub async fn full_snapshot(&self) -> Value {
+        serde_json::json!({
+            "tables": self.snapshot().await,
+            "redis": crate::event_state(&self.event).await,
         })
     }
 

@@ -304,6 +304,7 @@ async fn prepare(
             rate: Some(args.rate),
             opens_at: None,
             session_seconds: Some(args.session_seconds),
+            ..SettingsChange::default()
         },
         SystemTime::now(),
     )
@@ -314,20 +315,20 @@ async fn prepare(
     let functions = Arc::new(Functions {
         queue: QueueApi {
             line: line.clone(),
-            key: signing_key.clone(),
+            key: signing_key.clone().into(),
             clock: Arc::new(SystemClock),
         },
         hold: HoldApi {
             ledger: Arc::new(ledger.clone()),
             admissions: line.clone(),
-            key: signing_key,
+            key: signing_key.into(),
             clock: Arc::new(SystemClock),
             catalogue: Arc::default(),
         },
         confirm: ConfirmApi {
             ledger: Arc::new(ledger.clone()),
             admissions: line,
-            secret: webhook_secret.clone(),
+            secret: webhook_secret.clone().into(),
             clock: Arc::new(SystemClock),
         },
     });

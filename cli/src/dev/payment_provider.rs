@@ -156,7 +156,9 @@ pub async fn take_payment(
         );
     }
     let payment_id = format!("pay_{}", uuid::Uuid::new_v4().simple());
+    // The signed body names the order, so this webhook pays this order and no other.
     let body = json!({
+        "orderId": request.order_id,
         "paymentId": payment_id,
         "amount": request.amount,
         "currency": request.currency,

@@ -79,7 +79,7 @@ pub fn routes() -> Vec<Route> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
+    use std::collections::{BTreeMap, BTreeSet};
 
     use super::*;
 
@@ -105,6 +105,88 @@ mod tests {
         let served: BTreeSet<String> = routes().iter().map(Route::key).collect();
         assert_eq!(served, template_routes());
         assert_eq!(served.len(), 8);
+    }
+
+    /// Every operation under `paths:` in `openapi.yaml`, as `METHOD /path`, with whether it
+    /// needs the caller's JWT (`false` for an operation with `security: []`). There is no YAML
+    /// parser among the CLI's dependencies, so this reads the file's block layout: a path is a
+    /// key indented 2 spaces under `paths:`, an operation an HTTP method key indented 4 under it,
+    /// and its `security` a key indented 6. (Block scalars are indented deeper than their key,
+    /// so a description's text never reads as a key at those depths.)
+    fn openapi_operations() -> BTreeMap<String, bool> {
+        const METHODS: [&str; 8] = [
+            "get", "put", "post", "delete", "options", "head", "patch", "trace",
+        ];
+        let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../openapi.yaml"))
+            .expect("openapi.yaml is beside the workspace");
+        let mut operations = BTreeMap::new();
+        let (mut in_paths, mut path, mut operation) = (false, None::<String>, None::<String>);
+        for line in spec.lines() {
+            let text = line.trim();
+            if text.is_empty() || text.starts_with('#') {
+                continue;
+            }
+            let indent = line.len() - line.trim_start().len();
+            if indent == 0 {
+                in_paths = text == "paths:";
+                (path, operation) = (None, None);
+                continue;
+            }
+            if !in_paths {
+                continue;
+            }
+            match indent {
+                2 => {
+                    let key = text.strip_suffix(':').map(|k| k.trim_matches(['\'', '"']));
+                    path = key.filter(|key| key.starts_with('/')).map(str::to_owned);
+                    assert!(
+                        path.is_some(),
+                        "openapi.yaml: not a path under `paths:`: {line}"
+                    );
+                    operation = None;
+                }
+                4 => {
+                    operation = text
+                        .strip_suffix(':')
+                        .filter(|key| METHODS.contains(key))
+                        .zip(path.as_deref())
+                        .map(|(method, path)| format!("{} {path}", method.to_uppercase()));
+                    if let Some(operation) = &operation {
+                        let fresh = operations.insert(operation.clone(), true).is_none();
+                        assert!(fresh, "openapi.yaml: {operation} twice");
+                    }
+                }
+                6 if text == "security: []" => {
+                    if let Some(operation) = &operation {
+                        operations.insert(operation.clone(), false);
+                    }
+                }
+                _ => {}
+            }
+        }
+        operations
+    }
+
+    /// `openapi.yaml` is the public contract: it documents exactly the API's routes (not
+    /// `lineup dev`'s own `/dev/...` routes, which are not part of it), and the webhook as the
+    /// one route without a JWT.
+    #[test]
+    fn openapi_documents_exactly_the_routes() {
+        let served: BTreeMap<String, bool> = routes()
+            .iter()
+            .map(|route| (route.key(), route.authorized))
+            .collect();
+        let documented = openapi_operations();
+        let keys = |map: &BTreeMap<String, bool>| map.keys().cloned().collect::<BTreeSet<_>>();
+        assert_eq!(
+            keys(&documented),
+            keys(&served),
+            "openapi.yaml's paths and methods against the routes"
+        );
+        assert_eq!(
+            documented, served,
+            "openapi.yaml's `security: []` against the routes' authorizer"
+        );
     }
 
     #[test]

@@ -552,6 +552,8 @@ impl Api {
 
 // ---- bodies ----
 
+/// What a customer reads of a standing. `position` is deliberately not read: before opening the
+/// contract leaves it out (the pre-queue draw is not shown), and customers act on `Retry-After`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct StandingBody {
@@ -652,6 +654,11 @@ struct TicketsBody {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
+    use std::time::Duration;
+
+    use reqwest::StatusCode;
+
+    use super::{Answer, Standing};
 
     use super::routes;
     use crate::dev::routes::{routes as contract, Route};
@@ -688,5 +695,27 @@ mod tests {
             release.path(&[("eventId", "sim-1"), ("orderId", "o-2")]),
             "/events/sim-1/holds/o-2"
         );
+    }
+
+    #[test]
+    fn a_waiting_answer_is_understood_with_or_without_a_position() {
+        let answer = |body: &str| Answer {
+            route: "poll",
+            status: StatusCode::OK,
+            retry_after: Some(Duration::from_secs(7)),
+            body: body.to_owned(),
+        };
+        let waiting = Standing::Waiting {
+            queue_id: "q1".to_owned(),
+            retry_after: Duration::from_secs(7),
+        };
+        let before_opening = answer(
+            r#"{"status":"waiting","queueId":"q1","etaSeconds":925,"opensAt":"2026-11-30T09:15:00.000Z"}"#,
+        );
+        assert_eq!(Standing::from_answer(&before_opening).unwrap(), waiting);
+        let after_opening =
+            answer(r#"{"status":"waiting","queueId":"q1","position":10,"etaSeconds":1}"#);
+        assert_eq!(Standing::from_answer(&after_opening).unwrap(), waiting);
+        assert!(Standing::from_answer(&answer(r#"{"status":"waiting"}"#)).is_err());
     }
 }

@@ -184,6 +184,7 @@ async fn set_up(args: &SimulateArgs) -> Result<Sale, SimulateError> {
         rate: Some(args.rate),
         opens_at: None,
         session_seconds: Some(args.session.as_secs()),
+        ..SettingsChange::default()
     };
     stack.create_event(&event, &venue, &pacing).await?;
     Ok(Sale {

@@ -5,25 +5,28 @@ use std::sync::Arc;
 
 use lambda_http::{run, service_fn, Error, Request};
 use lineup::clock::SystemClock;
-use lineup::config::RedisSettings;
+use lineup::config::ConfirmConfig;
 use lineup::http::confirm::{self, ConfirmApi};
-use lineup::ledger::dynamo::DynamoLedger;
 use lineup::queue::redis::RedisQueue;
-use lineup::webhook_signature::WebhookSecret;
+use lineup::webhook_signature::WebhookSecrets;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lineup::logging::init();
-    let redis = RedisSettings::from_env()?;
+    let config = ConfirmConfig::from_env()?;
     let api = ConfirmApi {
-        ledger: Arc::new(DynamoLedger::from_env()?),
-        admissions: Arc::new(RedisQueue::open(&redis)?),
-        secret: WebhookSecret::from_env()?,
+        ledger: Arc::new(config.ledger.ledger()),
+        admissions: Arc::new(RedisQueue::open(&config.redis)?),
+        secret: WebhookSecrets::load(config.webhook_secret).await?,
         clock: Arc::new(SystemClock),
     };
     run(service_fn(|request: Request| {
         let api = api.clone();
-        async move { Ok::<_, Error>(confirm::handle(&api, request).await) }
+        async move {
+            // Picks up a rotated webhook secret every few minutes (one request does it).
+            api.secret.refresh_if_stale().await;
+            Ok::<_, Error>(confirm::handle(&api, request).await)
+        }
     }))
     .await
 }

@@ -3,17 +3,16 @@
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use lineup::clock::SystemClock;
-use lineup::config::RedisSettings;
+use lineup::config::ExpireConfig;
 use lineup::expiry::Expiry;
-use lineup::ledger::dynamo::DynamoLedger;
 use lineup::queue::redis::RedisQueue;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lineup::logging::init();
-    let redis = RedisSettings::from_env()?;
-    let ledger = DynamoLedger::from_env()?;
-    let queue = RedisQueue::open(&redis)?;
+    let config = ExpireConfig::from_env()?;
+    let ledger = config.ledger.ledger();
+    let queue = RedisQueue::open(&config.redis)?;
     let expiry = Expiry {
         sweeper: &ledger,
         ledger: &ledger,

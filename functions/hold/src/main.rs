@@ -6,25 +6,29 @@ use std::sync::Arc;
 
 use lambda_http::{run, service_fn, Error, Request};
 use lineup::clock::SystemClock;
-use lineup::config::Config;
+use lineup::config::HoldConfig;
 use lineup::http::holds::{self, HoldApi};
-use lineup::ledger::dynamo::DynamoLedger;
 use lineup::queue::redis::RedisQueue;
+use lineup::signing::SigningKeys;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lineup::logging::init();
-    let config = Config::from_env()?;
+    let config = HoldConfig::from_env()?;
     let api = HoldApi {
-        ledger: Arc::new(DynamoLedger::from_env()?),
-        admissions: Arc::new(RedisQueue::open(&config.redis)?),
-        key: config.signing_key,
+        ledger: Arc::new(config.ledger.ledger()),
+        admissions: Arc::new(RedisQueue::open(&config.queue.redis)?),
+        key: SigningKeys::load(config.queue.signing_key).await?,
         clock: Arc::new(SystemClock),
         catalogue: Arc::default(),
     };
     run(service_fn(|request: Request| {
         let api = api.clone();
-        async move { Ok::<_, Error>(holds::handle(&api, request).await) }
+        async move {
+            // Picks up a rotated signing key every few minutes (one request does it).
+            api.key.refresh_if_stale().await;
+            Ok::<_, Error>(holds::handle(&api, request).await)
+        }
     }))
     .await
 }

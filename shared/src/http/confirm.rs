@@ -1,6 +1,13 @@
 //! `POST /orders/{orderId}/confirm`: the payment provider's webhook. No JWT: the request is
 //! authenticated by its HMAC signature (`Lineup-Signature`), and made safe to repeat by its
-//! `Idempotency-Key`: the first answer is stored and returned to every repetition.
+//! `Idempotency-Key` and its `paymentId`: the first answer is stored and returned to every
+//! repetition.
+//!
+//! The route faces the internet, so before anything else the body's size is capped (4 KB), and
+//! the signature costs one MAC however many values the header carries. The signed body names its
+//! order (`orderId`, which must be the path's): a webhook captured from a log and replayed to
+//! another order's URL is refused. Every refusal is counted by reason (`WebhookRefusals`), so a
+//! flood of forged signatures raises an alarm.
 
 use std::sync::Arc;
 
@@ -11,11 +18,11 @@ use sha2::{Digest, Sha256};
 
 use super::{request, response};
 use crate::clock::Clock;
-use crate::ids::OrderId;
+use crate::ids::{OrderId, PaymentId};
 use crate::ledger::{OrderStatus, PaymentConfirmation, PaymentLedger};
 use crate::queue::AdmissionRegistry;
-use crate::webhook_signature::WebhookSecret;
-use crate::LineupError;
+use crate::webhook_signature::{self, WebhookSecrets};
+use crate::{LineupError, PaymentRefused};
 
 pub const SIGNATURE_HEADER: &str = "lineup-signature";
 pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
@@ -24,26 +31,36 @@ pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
 pub struct ConfirmApi {
     pub ledger: Arc<dyn PaymentLedger>,
     pub admissions: Arc<dyn AdmissionRegistry>,
-    pub secret: WebhookSecret,
+    pub secret: WebhookSecrets,
     pub clock: Arc<dyn Clock>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct PaymentBody {
+    order_id: String,
     payment_id: String,
     amount: i64,
     currency: String,
 }
 
 pub async fn handle(api: &ConfirmApi, request: Request) -> Response<Body> {
-    response::from_result(confirm(api, &request).await)
+    let result = confirm(api, &request).await;
+    if let Err(refusal) = &result {
+        if refusal.status().is_client_error() {
+            crate::metrics::emit(
+                &[("Reason", refusal.code())],
+                &[("WebhookRefusals", 1.0, crate::metrics::Unit::Count)],
+            );
+        }
+    }
+    response::from_result(result)
 }
 
 async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, LineupError> {
     let now = api.clock.now();
-    let body = request::body_bytes(request);
-    // Authenticate first: nothing about an unsigned request is looked at.
+    // Size, then authenticity: nothing about an unsigned request is looked at.
+    let body = request::body_within(request, webhook_signature::MAX_BODY)?;
     api.secret
         .verify(request::header(request, SIGNATURE_HEADER), body, now)?;
     let order_id = OrderId::parse(request::path_parameter(request, "orderId")?)?;
@@ -58,15 +75,21 @@ async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
     let payment: PaymentBody = serde_json::from_slice(body).map_err(|_| {
         LineupError::invalid(
             "invalid_body",
-            "the body must be {\"paymentId\": string, \"amount\": integer, \"currency\": string}",
+            "the body must be {\"orderId\": string, \"paymentId\": string, \"amount\": integer, \"currency\": string}",
         )
     })?;
+    // The signature covers the body, and the body names the order: a payment cannot be moved
+    // to another order's URL.
+    if OrderId::parse(&payment.order_id).ok().as_ref() != Some(&order_id) {
+        return Err(PaymentRefused::OrderMismatch.into());
+    }
+    let payment_id = PaymentId::parse(&payment.payment_id)?;
     let currency_ok =
         payment.currency.len() == 3 && payment.currency.bytes().all(|b| b.is_ascii_uppercase());
-    if !(1..=255).contains(&payment.payment_id.len()) || !currency_ok || payment.amount < 0 {
+    if !currency_ok || payment.amount < 0 {
         return Err(LineupError::invalid(
             "invalid_body",
-            "paymentId must be 1-255 characters, currency a 3-letter code (ISO 4217) and amount not negative",
+            "currency must be a 3-letter code (ISO 4217) and amount not negative",
         ));
     }
 
@@ -79,7 +102,7 @@ async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
         order_id,
         idempotency_key: idempotency_key.to_owned(),
         request_digest: hex::encode(digest.finalize()),
-        payment_id: payment.payment_id,
+        payment_id,
         amount: payment.amount,
         currency: payment.currency,
         now,
@@ -102,7 +125,7 @@ async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
             .release_admission(&order.event_id, &order.customer_id)
             .await
         {
-            tracing::warn!(order = %order.order_id, error = %error, "could not release the admission; it will lapse");
+            tracing::warn!(order = %order.order_id, error = %error, source = ?std::error::Error::source(&error), "could not release the admission; it will lapse");
         }
     }
     Ok(response::json(StatusCode::OK, &answer, None))

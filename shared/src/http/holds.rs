@@ -17,8 +17,8 @@ use crate::ids::{EventId, OrderId, SeatId};
 use crate::ledger::catalogue::SeatCatalogue;
 use crate::ledger::{HoldRequest, Order, OrderStatus, SeatLedger, SeatStatus, MAX_SEATS_PER_HOLD};
 use crate::queue::AdmissionRegistry;
-use crate::signing::SigningKey;
-use crate::LineupError;
+use crate::signing::SigningKeys;
+use crate::{HoldRefused, LineupError};
 
 /// The header carrying the access token `poll` handed out on admission.
 pub const QUEUE_TOKEN_HEADER: &str = "x-queue-token";
@@ -27,7 +27,7 @@ pub const QUEUE_TOKEN_HEADER: &str = "x-queue-token";
 pub struct HoldApi {
     pub ledger: Arc<dyn SeatLedger>,
     pub admissions: Arc<dyn AdmissionRegistry>,
-    pub key: SigningKey,
+    pub key: SigningKeys,
     pub clock: Arc<dyn Clock>,
     pub catalogue: Arc<SeatCatalogue>,
 }
@@ -65,6 +65,7 @@ struct SeatBody {
 
 async fn seat_map(api: &HoldApi, request: &Request) -> Result<Response<Body>, LineupError> {
     request::caller(request)?;
+    request::body_within(request, request::NO_INPUT_BODY_LIMIT)?;
     let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
     let seats = api
         .catalogue
@@ -87,10 +88,13 @@ async fn seat_map(api: &HoldApi, request: &Request) -> Result<Response<Body>, Li
     ))
 }
 
+/// The most a hold's body may be: four seat ids take a few hundred bytes.
+pub const HOLD_BODY_LIMIT: usize = 4096;
+
 /// `{"seatIds": [...]}`: 1–4 distinct, well-formed seat ids.
 fn requested_seats(request: &Request) -> Result<Vec<SeatId>, LineupError> {
     let body: serde_json::Value =
-        serde_json::from_slice(request::body_bytes(request)).map_err(|_| {
+        serde_json::from_slice(request::body_within(request, HOLD_BODY_LIMIT)?).map_err(|_| {
             LineupError::invalid(
                 "invalid_json",
                 "the body must be JSON: {\"seatIds\": [...]}",
@@ -157,9 +161,11 @@ impl From<&Order> for OrderBody {
 async fn hold(api: &HoldApi, request: &Request) -> Result<Response<Body>, LineupError> {
     let customer = request::caller(request)?;
     let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
+    // The size first: nothing else is worth doing for a huge body.
+    request::body_within(request, HOLD_BODY_LIMIT)?;
     let now = api.clock.now();
     let token = request::header(request, QUEUE_TOKEN_HEADER);
-    access_token::check_admitted(
+    let admission = access_token::check_admitted(
         &api.key,
         api.admissions.as_ref(),
         token,
@@ -180,21 +186,19 @@ async fn hold(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lineup
             event: event.clone(),
             customer,
             seats,
+            ticket_limit: admission.ticket_limit,
             now,
         })
         .await;
     if matches!(
         &held,
-        Err(LineupError::Conflict {
-            code: "price_changed",
-            ..
-        })
+        Err(LineupError::HoldRefused(HoldRefused::PriceChanged(_)))
     ) {
         api.catalogue.forget(&event);
     }
     let outcome = match &held {
         Ok(_) => Some("HoldsWon"),
-        Err(LineupError::Conflict { .. }) => Some("HoldsLost"),
+        Err(LineupError::HoldRefused(_)) => Some("HoldsLost"),
         Err(_) => None,
     };
     if let Some(metric) = outcome {
@@ -215,6 +219,7 @@ async fn hold(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lineup
 /// The caller's own order, or 404 (another customer's order is not told apart from none).
 async fn own_order(api: &HoldApi, request: &Request) -> Result<Order, LineupError> {
     let customer = request::caller(request)?;
+    request::body_within(request, request::NO_INPUT_BODY_LIMIT)?;
     let order_id = OrderId::parse(request::path_parameter(request, "orderId")?)?;
     match api.ledger.order(&order_id).await? {
         Some(order) if order.customer_id == customer => Ok(order),

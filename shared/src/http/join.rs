@@ -1,5 +1,8 @@
 //! `POST /events/{eventId}/queue`: join an event's queue. 201 with the new place; 200 with the
 //! same body when the customer already had one (pressing F5 never sends anyone to the back).
+//! Before opening the place is a pre-queue draw fixed by the event's seed and the customer, so
+//! leaving and joining again cannot improve it, and the answer shows no position (see
+//! [`super::queue_api`] for why).
 
 use http::StatusCode;
 use lambda_http::{Body, Request, Response};

@@ -1,5 +1,6 @@
-//! `GET /events/{eventId}/queue/{queueId}`: where the caller stands (position, ETA and when to
-//! poll again; or the access token once admitted). `DELETE` on the same path leaves the queue or
+//! `GET /events/{eventId}/queue/{queueId}`: where the caller stands (position once the event has
+//! opened, ETA and when to poll again; or the access token once admitted; before opening no
+//! position, see [`super::queue_api`]). `DELETE` on the same path leaves the queue or
 //! gives up the admission. A queue id that is not the caller's is answered exactly like an
 //! unknown one (404), so ids reveal nothing about other customers.
 
@@ -32,6 +33,7 @@ fn own_entry(
     request: &Request,
 ) -> Result<(CustomerId, EventId, QueueId), LineupError> {
     let customer = request::caller(request)?;
+    request::body_within(request, request::NO_INPUT_BODY_LIMIT)?;
     let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
     let queue_id = QueueId::parse(request::path_parameter(request, "queueId")?)?;
     if !api.key.is_own_queue_id(&queue_id, &event, &customer) {

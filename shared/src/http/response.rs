@@ -49,6 +49,8 @@ struct ErrorDetail<'a> {
     message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     seat_ids: Option<&'a [String]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    order_id: Option<&'a str>,
 }
 
 /// The response for an error, logged here once: server-side failures with their source chain,
@@ -65,6 +67,7 @@ pub fn error(error: &LineupError) -> Response<Body> {
             code: error.code(),
             message: error.public_message(),
             seat_ids: error.seat_ids(),
+            order_id: error.order_id(),
         },
     };
     let retry_after = error

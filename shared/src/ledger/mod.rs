@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{CustomerId, EventId, OrderId, SeatId};
+use crate::ids::{CustomerId, EventId, OrderId, PaymentId, SeatId};
 use crate::LineupError;
 
 /// How long a hold keeps its seats.
@@ -70,6 +70,9 @@ pub struct Order {
     pub currency: String,
     pub status: OrderStatus,
     pub expires_at: SystemTime,
+    /// The event's per-customer ticket limit when the seats were held (checked again when the
+    /// order is paid, so a late payment cannot pass it either).
+    pub ticket_limit: Option<u32>,
 }
 
 impl Order {
@@ -89,6 +92,9 @@ pub struct HoldRequest {
     pub customer: CustomerId,
     /// The seats with the price the customer is shown (checked again inside the write).
     pub seats: Vec<Seat>,
+    /// At most this many seats per customer for the event: the seats they bought plus this
+    /// hold's. `None`: no limit.
+    pub ticket_limit: Option<u32>,
     pub now: SystemTime,
 }
 
@@ -99,7 +105,8 @@ pub struct PaymentConfirmation {
     pub idempotency_key: String,
     /// A digest of the request (order and body): the same key with another request is refused.
     pub request_digest: String,
-    pub payment_id: String,
+    /// The provider's id of the payment: it settles at most one order, ever.
+    pub payment_id: PaymentId,
     pub amount: i64,
     pub currency: String,
     pub now: SystemTime,
@@ -111,6 +118,22 @@ pub struct PaymentConfirmation {
 pub struct ConfirmAnswer {
     pub order_id: String,
     pub status: OrderStatus,
+}
+
+/// What became of a payment, stored once per payment id (and per idempotency key) in the same
+/// transaction as its effect, so every redelivery gets the same answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PaymentOutcome {
+    /// The order is paid and its seats sold.
+    Paid,
+    /// Paid too late (a seat went to someone else, or the customer's ticket limit was reached
+    /// meanwhile): the order is REFUND_REQUIRED.
+    RefundRequired,
+    /// The order had already been settled by another payment: this one is to be refunded.
+    OrderNotPayable,
+    /// The amount or currency did not match the order: to be refunded.
+    AmountMismatch,
 }
 
 /// What one expiry sweep did.

@@ -20,7 +20,9 @@ use crate::LineupError;
 pub enum OutboxEventKind {
     /// The order is paid and its seats are sold to it.
     TicketIssued,
-    /// The payment arrived after the hold lapsed and a seat went to someone else: refund it.
+    /// Money that bought nothing: paid after the hold lapsed and a seat went to someone else (or
+    /// the ticket limit was reached), paid for an order another payment had settled, or the
+    /// wrong amount. Refund it. One per payment (`paymentId`).
     RefundRequired,
 }
 
@@ -40,6 +42,9 @@ pub struct OutboxEvent {
     /// In minor units of `currency` (cents, won...).
     pub amount: i64,
     pub currency: String,
+    /// The provider's payment this event is about (the one to refund, for `refund_required`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_id: Option<String>,
     /// RFC 3339, UTC.
     pub occurred_at: String,
 }

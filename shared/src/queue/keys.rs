@@ -10,9 +10,12 @@ pub const OPEN_EVENTS: &str = "lineup:open-events";
 
 #[derive(Debug, Clone)]
 pub struct EventKeys {
-    /// HASH: state, opens_at_ms, max_active, admit_per_sec, session_ms, and `seq` (the join counter).
+    /// HASH: state, opens_at_ms, max_active, admit_per_sec, session_ms, `ticket_limit` (absent:
+    /// no limit), `draw_seed` (the pre-queue draw's seed: written once, when the event is first
+    /// configured, never changed) and `seq` (the join counter).
     pub settings: String,
-    /// ZSET of waiting customers; score = join sequence number (negative random for the pre-queue).
+    /// ZSET of waiting customers; score = join sequence number (1, 2, ...), or for the pre-queue
+    /// a negative draw in [-2^52, -1] computed from `draw_seed` and the customer id.
     pub queue: String,
     /// ZSET of admitted customers; score = the admission's expiry, Unix milliseconds.
     pub active: String,

@@ -84,17 +84,25 @@ pub trait Admitter: Send + Sync {
         -> Result<TickReport, LineupError>;
 }
 
+/// A live admission, read in the same step as the event's rules that bind the shopping it allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveAdmission {
+    /// The event's per-customer ticket limit (`None`: no limit).
+    pub ticket_limit: Option<u32>,
+}
+
 /// Admissions as the shopping side sees them: is this one still live, and end it.
 #[async_trait]
 pub trait AdmissionRegistry: Send + Sync {
-    /// Whether `customer` holds the admission that expires at `expires_at`, still live at `now`.
-    async fn is_admitted(
+    /// The admission that expires at `expires_at`, if `customer` still holds it at `now`, with
+    /// the event's rules for shopping under it; `None` when it was left, paid, replaced or lapsed.
+    async fn live_admission(
         &self,
         event: &EventId,
         customer: &CustomerId,
         expires_at: SystemTime,
         now: SystemTime,
-    ) -> Result<bool, LineupError>;
+    ) -> Result<Option<LiveAdmission>, LineupError>;
 
     /// Ends the customer's admission (they paid, or gave up), freeing the slot at once.
     async fn release_admission(

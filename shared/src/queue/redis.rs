@@ -1,6 +1,15 @@
 //! The Redis adapter for every queue port. Each operation is exactly one round trip: one Lua
 //! script (EVALSHA, loaded on first use) that checks and changes atomically, with all of the
 //! event's keys under one hash tag. No "read, then write" from Rust.
+//!
+//! The pre-queue draw: a customer who joins before opening is scored by `join.lua` from the
+//! event's `draw_seed` and the customer id alone (SHA-1, 52 bits, negated), not by a fresh random
+//! number per join, so leaving and joining again any number of times lands on the same place:
+//! the draw cannot be re-rolled. The seed is 32 random bytes made here when the event is first
+//! configured (written with HSETNX, so re-configuring never re-rolls it). It is not the signing
+//! key, nor derived from it, because a later step publishes it after opening so anyone can check
+//! the draw; until then it must stay secret (knowing it before opening lets one predict which of
+//! many accounts draws best), which is also why [`EventSettings`] does not carry it.
 
 use std::time::{Duration, SystemTime};
 
@@ -10,7 +19,8 @@ use redis::{AsyncCommands, Script};
 use super::connection::RedisConnection;
 use super::keys::{EventKeys, OPEN_EVENTS};
 use super::{
-    AdmissionRegistry, Admitter, EventSettingsStore, Joined, Standing, TickReport, WaitingLine,
+    AdmissionRegistry, Admitter, EventSettingsStore, Joined, LiveAdmission, Standing, TickReport,
+    WaitingLine,
 };
 use crate::clock::{from_unix_millis, unix_millis};
 use crate::config::RedisSettings;
@@ -24,6 +34,7 @@ const FORGET_LAPSED_AFTER: Duration = Duration::from_secs(60 * 60);
 /// The queue scripts, compiled once per process. `Script` sends EVALSHA and loads the script
 /// only when Redis answers NOSCRIPT (after a restart or failover).
 struct Scripts {
+    configure: Script,
     join: Script,
     standing: Script,
     leave: Script,
@@ -35,6 +46,7 @@ struct Scripts {
 impl Scripts {
     fn new() -> Self {
         Self {
+            configure: Script::new(include_str!("scripts/configure.lua")),
             join: Script::new(include_str!("scripts/join.lua")),
             standing: Script::new(include_str!("scripts/standing.lua")),
             leave: Script::new(include_str!("scripts/leave.lua")),
@@ -94,12 +106,15 @@ impl RedisQueue {
     }
 }
 
-/// A negative random score: the pre-queue lottery ticket. Below every sequence number (which
-/// starts at 1), and exact in a double (< 2^53), so no two tickets are equal in practice.
-fn pre_queue_score() -> i64 {
-    // The low 52 bits of a v4 UUID are all random (its fixed version and variant bits are higher).
-    let random = (uuid::Uuid::new_v4().as_u128() as u64) & ((1 << 52) - 1);
-    -(random as i64) - 1
+/// A new pre-queue draw seed: 32 bytes as 64 hex digits, from two v4 UUIDs (the OS's CSPRNG;
+/// 244 random bits, the rest are UUID version and variant bits). Only used if the event has no
+/// seed yet.
+fn new_draw_seed() -> String {
+    format!(
+        "{:032x}{:032x}",
+        uuid::Uuid::new_v4().as_u128(),
+        uuid::Uuid::new_v4().as_u128()
+    )
 }
 
 fn unexpected(operation: &'static str, reply: &[String]) -> LineupError {
@@ -166,12 +181,14 @@ impl WaitingLine for RedisQueue {
             .key(&keys.admission)
             .arg(customer.as_str())
             .arg(unix_millis(now))
-            .arg(pre_queue_score())
             .invoke_async(&mut self.connection())
             .await?;
         match reply.as_slice() {
             [status] if status == "no_event" => Err(LineupError::EventNotFound),
             [status] if status == "closed" => Err(LineupError::QueueClosed),
+            // Only an event configured before draw seeds existed has none: an operator's
+            // `lineup event set <event>` gives it one. Never drawn without a seed (predictable).
+            [status] if status == "no_draw_seed" => Err(unexpected(OP, &reply)),
             [status, expires_ms] if status == "admitted" => Ok(Joined {
                 newly_queued: false,
                 standing: admitted_standing(OP, &reply, expires_ms)?,
@@ -271,24 +288,35 @@ impl Admitter for RedisQueue {
 
 #[async_trait]
 impl AdmissionRegistry for RedisQueue {
-    async fn is_admitted(
+    async fn live_admission(
         &self,
         event: &EventId,
         customer: &CustomerId,
         expires_at: SystemTime,
         now: SystemTime,
-    ) -> Result<bool, LineupError> {
+    ) -> Result<Option<LiveAdmission>, LineupError> {
+        const OP: &str = "is_admitted";
         let keys = EventKeys::new(event);
-        let live: i64 = self
+        let reply: Vec<String> = self
             .scripts
             .is_admitted
             .key(&keys.active)
+            .key(&keys.settings)
             .arg(customer.as_str())
             .arg(unix_millis(expires_at))
             .arg(unix_millis(now))
             .invoke_async(&mut self.connection())
             .await?;
-        Ok(live == 1)
+        match reply.as_slice() {
+            [live] if live == "0" => Ok(None),
+            [live, limit] if live == "1" => Ok(Some(LiveAdmission {
+                ticket_limit: match limit.as_str() {
+                    "" => None,
+                    limit => Some(limit.parse().map_err(|_| unexpected(OP, &reply))?),
+                },
+            })),
+            _ => Err(unexpected(OP, &reply)),
+        }
     }
 
     async fn release_admission(
@@ -309,17 +337,26 @@ impl EventSettingsStore for RedisQueue {
     ) -> Result<(), LineupError> {
         let keys = EventKeys::new(event);
         let mut connection = self.connection();
-        let fields = [
-            ("state", settings.state.as_str().to_owned()),
-            ("opens_at_ms", unix_millis(settings.opens_at).to_string()),
-            ("max_active", settings.max_active.to_string()),
-            ("admit_per_sec", settings.admit_per_second.to_string()),
-            (
-                "session_ms",
-                (settings.session.as_millis() as u64).to_string(),
-            ),
-        ];
-        let () = connection.hset_multiple(&keys.settings, &fields).await?;
+        // One script on the event's own slot: the settings, the ticket limit (set or removed)
+        // and the draw seed (only if none is stored) change together.
+        let _: i64 = self
+            .scripts
+            .configure
+            .key(&keys.settings)
+            .arg(settings.state.as_str())
+            .arg(unix_millis(settings.opens_at))
+            .arg(settings.max_active)
+            .arg(settings.admit_per_second)
+            .arg(settings.session.as_millis() as u64)
+            .arg(
+                settings
+                    .ticket_limit
+                    .map(|limit| limit.to_string())
+                    .unwrap_or_default(),
+            )
+            .arg(new_draw_seed())
+            .invoke_async(&mut connection)
+            .await?;
         // The open-events set is outside the event's slot, so it is a second call; the admitter
         // re-reads settings inside its script, so a closed event in the set only costs a no-op tick.
         let _: i64 = match settings.state {
@@ -353,10 +390,11 @@ impl EventSettingsStore for RedisQueue {
                 "max_active",
                 "admit_per_sec",
                 "session_ms",
+                "ticket_limit",
             ])
             .query_async(&mut self.connection())
             .await?;
-        let [state, opens_at, max_active, rate, session] = values.as_slice() else {
+        let [state, opens_at, max_active, rate, session, ticket_limit] = values.as_slice() else {
             return Err(unexpected(OP, &[]));
         };
         let Some(state) = state else { return Ok(None) };
@@ -376,6 +414,10 @@ impl EventSettingsStore for RedisQueue {
             max_active: number(max_active)? as u32,
             admit_per_second: number(rate)? as u32,
             session: Duration::from_millis(number(session)?),
+            ticket_limit: ticket_limit
+                .as_deref()
+                .map(|raw| raw.parse::<u32>().map_err(|_| unexpected(OP, &shown)))
+                .transpose()?,
         }))
     }
 }

@@ -2,17 +2,19 @@
 //! hold lock) and releasing them.
 
 use aws_sdk_dynamodb::types::{
-    CancellationReason, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    CancellationReason, ConditionCheck, Put, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
 };
 
 use super::items::{
-    from_item, hold_lock_key, n, order_key, pending_shard, s, seat_key, to_item, OrderItem,
+    from_item, hold_lock_key, n, order_key, pending_shard, s, seat_key, tickets_bought_key,
+    to_item, OrderItem,
 };
 use super::{built, condition_failed, store_error, transact, DynamoLedger, TransactionOutcome};
 use crate::clock::unix_millis;
-use crate::ids::{CustomerId, OrderId};
+use crate::ids::{CustomerId, EventId, OrderId};
 use crate::ledger::{HoldRequest, Order, OrderStatus};
-use crate::LineupError;
+use crate::{HoldRefused, LineupError};
 
 impl DynamoLedger {
     pub(crate) async fn hold_seats(&self, request: &HoldRequest) -> Result<Order, LineupError> {
@@ -73,6 +75,7 @@ impl DynamoLedger {
             expires_at,
             pending_shard: Some(pending_shard(&order_id)),
             payment_id: None,
+            ticket_limit: request.ticket_limit,
         };
         let put_order = Put::builder()
             .table_name(&self.tables.orders)
@@ -84,7 +87,8 @@ impl DynamoLedger {
                 .build(),
         );
 
-        // One open hold per customer per event: the lock is free if absent or lapsed.
+        // One open hold per customer per event: the lock is free if absent or lapsed. So the
+        // customer's other unlapsed holds count towards the ticket limit by not existing.
         let lock = Put::builder()
             .table_name(&self.tables.orders)
             .item("pk", hold_lock_key(&request.event, &request.customer))
@@ -98,18 +102,48 @@ impl DynamoLedger {
                 .put(built(lock.build()))
                 .build(),
         );
+        let lock_index = items.len() - 1;
+
+        // The ticket limit: the seats bought so far plus these, checked in the same transaction
+        // (the sale adds to the same count), so two admissions racing cannot pass it.
+        let limit_index = match request.ticket_limit {
+            None => None,
+            Some(limit) => {
+                let wanted = request.seats.len() as u32;
+                let Some(room) = limit.checked_sub(wanted) else {
+                    return Err(HoldRefused::TicketLimitReached { limit }.into());
+                };
+                items.push(tickets_bought_check(
+                    &self.tables.orders,
+                    &request.event,
+                    &request.customer,
+                    room,
+                ));
+                Some(items.len() - 1)
+            }
+        };
 
         match transact(&self.client, items).await? {
             TransactionOutcome::Done(()) => order.into_order(),
             TransactionOutcome::Cancelled(reasons) => {
-                if let Some(existing) = self.same_hold_again(request, &reasons).await? {
+                let seat_reasons = &reasons[..request.seats.len().min(reasons.len())];
+                let lock_reason = reasons.get(lock_index);
+                if let Some(existing) = self
+                    .same_hold_again(request, seat_reasons, lock_reason)
+                    .await?
+                {
                     return Ok(existing);
+                }
+                if let (Some(limit), Some(index)) = (request.ticket_limit, limit_index) {
+                    if reasons.get(index).is_some_and(condition_failed) {
+                        return Err(HoldRefused::TicketLimitReached { limit }.into());
+                    }
                 }
                 // A seat whose price is not the one shown: the caller's catalogue is stale.
                 let repriced: Vec<String> = request
                     .seats
                     .iter()
-                    .zip(&reasons)
+                    .zip(seat_reasons)
                     .filter(|(seat, reason)| {
                         condition_failed(reason)
                             && stored_price(reason).is_some_and(|price| price != seat.price)
@@ -117,20 +151,15 @@ impl DynamoLedger {
                     .map(|(seat, _)| seat.seat_id.as_str().to_owned())
                     .collect();
                 if !repriced.is_empty() {
-                    return Err(LineupError::Conflict {
-                        code: "price_changed",
-                        message: "the price of some seats changed; look at the seat map again"
-                            .to_owned(),
-                        seat_ids: repriced,
-                    });
+                    return Err(HoldRefused::PriceChanged(repriced).into());
                 }
                 // Seats the customer's own open hold has are not "taken by someone": that case
                 // is `hold_exists` below.
-                let own_order = open_hold_order(&reasons);
+                let own_order = open_hold_order(lock_reason);
                 let taken: Vec<String> = request
                     .seats
                     .iter()
-                    .zip(&reasons)
+                    .zip(seat_reasons)
                     .filter(|(_, reason)| {
                         condition_failed(reason)
                             && held_by(reason).is_none_or(|by| Some(by) != own_order)
@@ -138,19 +167,13 @@ impl DynamoLedger {
                     .map(|(seat, _)| seat.seat_id.as_str().to_owned())
                     .collect();
                 if !taken.is_empty() {
-                    return Err(LineupError::Conflict {
-                        code: "seats_unavailable",
-                        message: format!("{} of the seats asked for are taken", taken.len()),
-                        seat_ids: taken,
-                    });
+                    return Err(HoldRefused::SeatsUnavailable(taken).into());
                 }
-                if reasons.last().is_some_and(condition_failed) {
-                    return Err(LineupError::Conflict {
-                        code: "hold_exists",
-                        message: "you already hold seats for this event; pay for them or release them first"
-                            .to_owned(),
-                        seat_ids: Vec::new(),
-                    });
+                if lock_reason.is_some_and(condition_failed) {
+                    return Err(HoldRefused::HoldExists {
+                        order_id: own_order.map(str::to_owned),
+                    }
+                    .into());
                 }
                 // Only the codes: the returned items name other customers' orders.
                 let codes: Vec<&str> = reasons.iter().map(|r| r.code().unwrap_or("-")).collect();
@@ -168,16 +191,16 @@ impl DynamoLedger {
     async fn same_hold_again(
         &self,
         request: &HoldRequest,
-        reasons: &[CancellationReason],
+        seat_reasons: &[CancellationReason],
+        lock_reason: Option<&CancellationReason>,
     ) -> Result<Option<Order>, LineupError> {
-        let Some(lock_order) = open_hold_order(reasons) else {
+        let Some(lock_order) = open_hold_order(lock_reason) else {
             return Ok(None);
         };
-        let all_seats_are_its = request
-            .seats
-            .iter()
-            .zip(reasons)
-            .all(|(_, reason)| condition_failed(reason) && held_by(reason) == Some(lock_order));
+        let all_seats_are_its = seat_reasons.len() == request.seats.len()
+            && seat_reasons
+                .iter()
+                .all(|reason| condition_failed(reason) && held_by(reason) == Some(lock_order));
         if !all_seats_are_its {
             return Ok(None);
         }
@@ -243,25 +266,27 @@ impl DynamoLedger {
                 .iter()
                 .map(|seat| self.free_seat(&order.event_id, seat, order_id, None)),
         );
-        let lock = async {
-            self.client
-                .delete_item()
-                .table_name(&self.tables.orders)
-                .key("pk", hold_lock_key(&order.event_id, customer))
-                .condition_expression("order_id = :order")
-                .expression_attribute_values(":order", s(order_id.as_str()))
-                .send()
-                .await
-                .map(|_| ())
-                .or_else(|error| {
-                    if is_condition_failure(&error) {
-                        Ok(())
-                    } else {
-                        Err(store_error(error))
-                    }
-                })
-        };
+        let lock = self.free_hold_lock(order);
         futures::try_join!(seats, lock).map(|_| ())
+    }
+
+    /// Deletes the customer's hold lock if it is still this order's (a newer hold's lock is left
+    /// alone), so the customer may hold again at once.
+    pub(crate) async fn free_hold_lock(&self, order: &Order) -> Result<(), LineupError> {
+        let deleted = self
+            .client
+            .delete_item()
+            .table_name(&self.tables.orders)
+            .key("pk", hold_lock_key(&order.event_id, &order.customer_id))
+            .condition_expression("order_id = :order")
+            .expression_attribute_values(":order", s(order.order_id.as_str()))
+            .send()
+            .await;
+        match deleted {
+            Ok(_) => Ok(()),
+            Err(error) if is_condition_failure(&error) => Ok(()),
+            Err(error) => Err(store_error(error)),
+        }
     }
 
     /// PENDING → `status`, removing the order from the pending index. `Ok(false)` when the order
@@ -330,11 +355,26 @@ impl DynamoLedger {
     }
 }
 
-/// The order of the customer's open hold, when the hold lock's condition is what failed (the
-/// lock is the transaction's last item).
-fn open_hold_order(reasons: &[CancellationReason]) -> Option<&str> {
-    reasons
-        .last()
+/// The ticket limit's check: the customer has bought at most `room` seats of the event so far.
+pub(crate) fn tickets_bought_check(
+    orders_table: &str,
+    event: &EventId,
+    customer: &CustomerId,
+    room: u32,
+) -> TransactWriteItem {
+    let check = ConditionCheck::builder()
+        .table_name(orders_table)
+        .key("pk", tickets_bought_key(event, customer))
+        .condition_expression("attribute_not_exists(paid_seats) OR paid_seats <= :room")
+        .expression_attribute_values(":room", n(room));
+    TransactWriteItem::builder()
+        .condition_check(built(check.build()))
+        .build()
+}
+
+/// The order of the customer's open hold, when the hold lock's condition is what failed.
+fn open_hold_order(lock_reason: Option<&CancellationReason>) -> Option<&str> {
+    lock_reason
         .filter(|reason| condition_failed(reason))
         .and_then(|reason| reason.item())
         .and_then(|lock| lock.get("order_id"))

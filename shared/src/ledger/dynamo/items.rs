@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::from_unix_millis;
-use crate::ids::{CustomerId, EventId, OrderId, SeatId};
+use crate::ids::{CustomerId, EventId, OrderId, PaymentId, SeatId};
 use crate::ledger::{Order, OrderStatus, Seat, SeatStatus};
 use crate::LineupError;
 
@@ -57,6 +57,17 @@ pub(crate) fn hold_lock_key(event: &EventId, customer: &CustomerId) -> Attribute
 
 pub(crate) fn idempotency_key(key: &str) -> AttributeValue {
     s(format!("IDEMPOTENCY#{key}"))
+}
+
+/// The record that makes "a payment settles at most one order, ever" a condition.
+pub(crate) fn payment_key(payment: &PaymentId) -> AttributeValue {
+    s(format!("PAYMENT#{payment}"))
+}
+
+/// The count of seats a customer bought for an event (`paid_seats`), which the ticket limit is
+/// checked against inside the hold and the sale.
+pub(crate) fn tickets_bought_key(event: &EventId, customer: &CustomerId) -> AttributeValue {
+    s(format!("TICKETS#{event}#{customer}"))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -132,6 +143,9 @@ pub(crate) struct OrderItem {
     pub pending_shard: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payment_id: Option<String>,
+    /// The event's per-customer ticket limit when the seats were held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ticket_limit: Option<u32>,
 }
 
 pub(crate) fn pending_shard(order: &OrderId) -> String {
@@ -158,6 +172,7 @@ impl OrderItem {
             currency: self.currency.clone(),
             status: self.status,
             expires_at: from_unix_millis(self.expires_at),
+            ticket_limit: self.ticket_limit,
         })
     }
 }

@@ -1,16 +1,18 @@
-//! Reading the seat map (the sharded GSI, all shards at once) and seeding an event's seats.
+//! Reading the seat map (the sharded GSI, all shards at once) and seeding an event's seats
+//! (conditional writes: never over a seat in use).
 
 use std::time::SystemTime;
 
-use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 use futures::future::try_join_all;
+use futures::{StreamExt, TryStreamExt};
 
+use super::hold::is_condition_failure;
 use super::items::{
-    from_item, s, seat_map_shard, to_item, SeatItem, SEAT_MAP_INDEX, SEAT_MAP_SHARDS,
+    from_item, n, s, seat_map_shard, to_item, SeatItem, SEAT_MAP_INDEX, SEAT_MAP_SHARDS,
 };
 use super::{store_error, DynamoLedger};
 use crate::clock::unix_millis;
-use crate::ids::EventId;
+use crate::ids::{EventId, SeatId};
 use crate::ledger::{NewSeat, Seat};
 use crate::LineupError;
 
@@ -56,39 +58,47 @@ impl DynamoLedger {
             .collect()
     }
 
-    /// Writes an event's seats, all AVAILABLE (overwriting any with the same ids). For operators
-    /// and tests; 25 seats per request, as BatchWriteItem allows.
-    pub async fn seed_seats(&self, event: &EventId, seats: &[NewSeat]) -> Result<(), LineupError> {
-        for chunk in seats.chunks(25) {
-            let mut requests = chunk
-                .iter()
-                .map(|seat| {
-                    let item = to_item(&SeatItem::new(event, seat))?;
-                    let put = PutRequest::builder()
-                        .set_item(Some(item))
-                        .build()
-                        .map_err(|_| LineupError::UnexpectedReply {
-                            operation: "seed",
-                            reply: "PutRequest without item".to_owned(),
-                        })?;
-                    Ok(WriteRequest::builder().put_request(put).build())
-                })
-                .collect::<Result<Vec<_>, LineupError>>()?;
-            // Unprocessed items (throttling) are sent again until none are left.
-            while !requests.is_empty() {
-                let output = self
-                    .client
-                    .batch_write_item()
-                    .request_items(&self.tables.seats, requests)
-                    .send()
-                    .await
-                    .map_err(store_error)?;
-                requests = output
-                    .unprocessed_items
-                    .and_then(|mut tables| tables.remove(&self.tables.seats))
-                    .unwrap_or_default();
+    /// Writes an event's seats, all AVAILABLE, each with a conditional put that only replaces a
+    /// seat nobody holds or bought (absent, AVAILABLE, or HELD by a lapsed hold): a seat held or
+    /// sold is never put back on sale, even by a seeding that races a hold. Returns the seats left
+    /// alone because they were in use. For operators and tests; [`SEED_CONCURRENCY`] puts in
+    /// flight (a batch write cannot carry a condition).
+    pub async fn seed_seats(
+        &self,
+        event: &EventId,
+        seats: &[NewSeat],
+        now: SystemTime,
+    ) -> Result<Vec<SeatId>, LineupError> {
+        let now = unix_millis(now);
+        let puts = seats.iter().map(|seat| async move {
+            let put = self
+                .client
+                .put_item()
+                .table_name(&self.tables.seats)
+                .set_item(Some(to_item(&SeatItem::new(event, seat))?))
+                .condition_expression(
+                    "attribute_not_exists(pk) OR #status = :available \
+                     OR (#status = :held AND hold_expires_at < :now)",
+                )
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":available", s("AVAILABLE"))
+                .expression_attribute_values(":held", s("HELD"))
+                .expression_attribute_values(":now", n(now))
+                .send()
+                .await;
+            match put {
+                Ok(_) => Ok(None),
+                Err(error) if is_condition_failure(&error) => Ok(Some(seat.seat_id.clone())),
+                Err(error) => Err(store_error(error)),
             }
-        }
-        Ok(())
+        });
+        let outcomes: Vec<Option<SeatId>> = futures::stream::iter(puts)
+            .buffer_unordered(SEED_CONCURRENCY)
+            .try_collect()
+            .await?;
+        Ok(outcomes.into_iter().flatten().collect())
     }
 }
+
+/// How many seat writes a seeding keeps in flight.
+pub const SEED_CONCURRENCY: usize = 32;

@@ -1,4 +1,6 @@
 -- Where a customer stands: admitted, waiting (with position), expired, closed, or unknown.
+-- The position is the rank in the queue, pre-queue or not; the HTTP answers withhold it before
+-- opening (see shared/src/http/queue_api.rs), and tests read it with a clock past opening.
 -- KEYS: settings, queue, active, admission
 -- ARGV: customer, now_ms
 -- Reply: {"no_event"} | {"not_found"} | {"admitted", expires_ms} | {"expired"} | {"closed"}
