@@ -107,13 +107,9 @@ pub enum LineupError {
     #[error(transparent)]
     PaymentRefused(#[from] PaymentRefused),
 
-    #[error("{message}")]
-    Conflict {
-        code: &'static str,
-        message: String,
-        /// Seats named in the answer (for `seats_unavailable`).
-        seat_ids: Vec<String>,
-    },
+    /// The order is no longer pending (paid, expired or released), so it cannot be released.
+    #[error("this order is no longer pending (paid, expired or released)")]
+    OrderNotPending,
 
     #[error("{0}")]
     NotFound(&'static str),
@@ -132,7 +128,15 @@ pub enum LineupError {
 
     /// A queue script answered in a shape the adapter does not know: a bug, not bad input.
     #[error("the queue store gave an unexpected reply to `{operation}`: {reply}")]
-    UnexpectedReply {
+    QueueReply {
+        operation: &'static str,
+        reply: String,
+    },
+
+    /// DynamoDB answered in a way the ledger never leads to (an item it did not write, a
+    /// transaction cancelled on items it does not touch): a bug or a hand edit, not bad input.
+    #[error("the seat store gave an unexpected reply to `{operation}`: {reply}")]
+    SeatStoreReply {
         operation: &'static str,
         reply: String,
     },
@@ -151,7 +155,7 @@ impl LineupError {
         match self {
             Self::Unauthenticated | Self::BadSignature(_) => StatusCode::UNAUTHORIZED,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict { .. } | Self::HoldRefused(_) => StatusCode::CONFLICT,
+            Self::OrderNotPending | Self::HoldRefused(_) => StatusCode::CONFLICT,
             Self::PaymentRefused(PaymentRefused::OrderMismatch) => StatusCode::BAD_REQUEST,
             Self::PaymentRefused(_) => StatusCode::CONFLICT,
             Self::PaymentMismatch(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -167,7 +171,7 @@ impl LineupError {
             }
             Self::QueueClosed => StatusCode::CONFLICT,
             Self::QueueUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::QueueFailure(_) | Self::UnexpectedReply { .. } => {
+            Self::QueueFailure(_) | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         }
@@ -180,7 +184,7 @@ impl LineupError {
             Self::BadSignature(_) => "invalid_signature",
             Self::NotFound(_) => "not_found",
             Self::UnknownSeats(_) => "unknown_seats",
-            Self::Conflict { code, .. } => code,
+            Self::OrderNotPending => "order_not_pending",
             Self::HoldRefused(refused) => match refused {
                 HoldRefused::SeatsUnavailable(_) => "seats_unavailable",
                 HoldRefused::PriceChanged(_) => "price_changed",
@@ -204,7 +208,9 @@ impl LineupError {
             Self::QueueClosed => "queue_closed",
             Self::AccessDenied(_) => "access_denied",
             Self::QueueUnavailable(_) => "service_unavailable",
-            Self::QueueFailure(_) | Self::UnexpectedReply { .. } => "internal_error",
+            Self::QueueFailure(_) | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
+                "internal_error"
+            }
         }
     }
 
@@ -217,7 +223,7 @@ impl LineupError {
             Self::SeatStoreFailure(_) | Self::MalformedItem(_) => {
                 "something went wrong on our side".to_owned()
             }
-            Self::QueueFailure(_) | Self::UnexpectedReply { .. } => {
+            Self::QueueFailure(_) | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
                 "something went wrong on our side".to_owned()
             }
             // The reason (forged, expired, revoked...) goes to the logs, not to the caller.
@@ -233,7 +239,6 @@ impl LineupError {
     /// `unknown_seats`), shown to the client as `error.seatIds`.
     pub fn seat_ids(&self) -> Option<&[String]> {
         match self {
-            Self::Conflict { seat_ids, .. } if !seat_ids.is_empty() => Some(seat_ids),
             Self::HoldRefused(
                 HoldRefused::SeatsUnavailable(seat_ids) | HoldRefused::PriceChanged(seat_ids),
             ) => Some(seat_ids),

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use lineup::ledger::{OrderStatus, SeatStatus};
 use lineup::outbox::OutboxEventKind;
 use serde::Serialize;
 
@@ -74,13 +75,14 @@ impl RunFacts {
     }
 }
 
-const PENDING: &str = "PENDING";
-const PAID: &str = "PAID";
-const REFUND_REQUIRED: &str = "REFUND_REQUIRED";
-const RELEASED: &str = "RELEASED";
-const EXPIRED: &str = "EXPIRED";
-const HELD: &str = "HELD";
-const SOLD: &str = "SOLD";
+// The stored status names, as the ledger defines them.
+const PENDING: &str = OrderStatus::Pending.as_str();
+const PAID: &str = OrderStatus::Paid.as_str();
+const REFUND_REQUIRED: &str = OrderStatus::RefundRequired.as_str();
+const RELEASED: &str = OrderStatus::Released.as_str();
+const EXPIRED: &str = OrderStatus::Expired.as_str();
+const HELD: &str = SeatStatus::Held.as_str();
+const SOLD: &str = SeatStatus::Sold.as_str();
 /// At most this many instances of each kind of problem in a detail line.
 const EXAMPLES: usize = 3;
 

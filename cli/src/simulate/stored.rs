@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
+use lineup::ledger::dynamo::items::ORDER_PREFIX;
 use lineup::ledger::dynamo::TableNames;
 use serde::Serialize;
 
@@ -152,7 +153,7 @@ async fn read_orders(
     table: &str,
     event: &str,
 ) -> Result<Vec<StoredOrder>, SimulateError> {
-    let mut orders = scan(client, table, "ORDER#", Some(event))
+    let mut orders = scan(client, table, ORDER_PREFIX, Some(event))
         .await?
         .iter()
         .map(|item| {

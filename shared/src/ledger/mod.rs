@@ -26,6 +26,17 @@ pub enum SeatStatus {
     Sold,
 }
 
+impl SeatStatus {
+    /// The name stored in the seats table and shown in the seat map (the serde name).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Available => "AVAILABLE",
+            Self::Held => "HELD",
+            Self::Sold => "SOLD",
+        }
+    }
+}
+
 /// A seat as the seat map shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Seat {
@@ -58,6 +69,19 @@ pub enum OrderStatus {
     Released,
     /// Paid after the hold lapsed and a seat went to someone else.
     RefundRequired,
+}
+
+impl OrderStatus {
+    /// The name stored in the orders table and shown in answers (the serde name).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "PENDING",
+            Self::Paid => "PAID",
+            Self::Expired => "EXPIRED",
+            Self::Released => "RELEASED",
+            Self::RefundRequired => "REFUND_REQUIRED",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,4 +201,31 @@ pub trait PaymentLedger: Send + Sync {
 pub trait HoldSweeper: Send + Sync {
     /// Returns lapsed holds' seats to AVAILABLE and marks their orders EXPIRED.
     async fn expire_lapsed(&self, now: SystemTime) -> Result<SweepReport, LineupError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_names_are_the_serde_names() {
+        for status in [SeatStatus::Available, SeatStatus::Held, SeatStatus::Sold] {
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                serde_json::json!(status.as_str())
+            );
+        }
+        for status in [
+            OrderStatus::Pending,
+            OrderStatus::Paid,
+            OrderStatus::Expired,
+            OrderStatus::Released,
+            OrderStatus::RefundRequired,
+        ] {
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                serde_json::json!(status.as_str())
+            );
+        }
+    }
 }

@@ -118,7 +118,7 @@ fn new_draw_seed() -> String {
 }
 
 fn unexpected(operation: &'static str, reply: &[String]) -> LineupError {
-    LineupError::UnexpectedReply {
+    LineupError::QueueReply {
         operation,
         reply: reply.join(","),
     }

@@ -17,14 +17,15 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::{CancellationReason, Put, TransactWriteItem, Update};
 use sha2::{Digest, Sha256};
 
-use super::hold::status_name;
 use super::items::{
-    from_item, idempotency_key, n, order_key, payment_key, s, seat_key, tickets_bought_key,
-    to_item, Item,
+    from_item, idempotency_key, idempotency_pk, n, order_key, payment_key, payment_pk, s, seat_key,
+    tickets_bought_key, to_item, Item,
 };
 use super::{built, condition_failed, store_error, transact, DynamoLedger, TransactionOutcome};
 use crate::clock::{rfc3339, unix_millis};
-use crate::ledger::{ConfirmAnswer, Order, OrderStatus, PaymentConfirmation, PaymentOutcome};
+use crate::ledger::{
+    ConfirmAnswer, Order, OrderStatus, PaymentConfirmation, PaymentOutcome, SeatStatus,
+};
 use crate::outbox::{OutboxEvent, OutboxEventKind};
 use crate::{LineupError, PaymentRefused};
 
@@ -114,7 +115,7 @@ impl DynamoLedger {
             // another order meanwhile: go round again with the refund outcome.
             tracing::warn!(order = %order.order_id, "paid after a seat was taken or the ticket limit was reached; refund required");
         }
-        Err(LineupError::UnexpectedReply {
+        Err(LineupError::SeatStoreReply {
             operation: "confirm",
             reply: "refund transaction cancelled on items it does not touch".to_owned(),
         })
@@ -187,7 +188,7 @@ impl DynamoLedger {
             .send()
             .await
             .map_err(store_error)?;
-        let item: Item = output.item.ok_or(LineupError::UnexpectedReply {
+        let item: Item = output.item.ok_or(LineupError::SeatStoreReply {
             operation: "confirm",
             reply: "a record whose condition failed is not there".to_owned(),
         })?;
@@ -204,7 +205,7 @@ impl DynamoLedger {
         let now = unix_millis(payment.now);
         let ttl = unix_millis(payment.now + RECORD_LIFETIME) / 1000;
         let record = IdempotencyItem {
-            pk: format!("IDEMPOTENCY#{}", payment.idempotency_key),
+            pk: idempotency_pk(&payment.idempotency_key),
             order_id: order.order_id.as_str().to_owned(),
             request_digest: payment.request_digest.clone(),
             outcome,
@@ -212,7 +213,7 @@ impl DynamoLedger {
             ttl,
         };
         let used = PaymentItem {
-            pk: format!("PAYMENT#{}", payment.payment_id),
+            pk: payment_pk(&payment.payment_id),
             payment_id: payment.payment_id.as_str().to_owned(),
             order_id: order.order_id.as_str().to_owned(),
             amount: payment.amount,
@@ -257,12 +258,12 @@ impl DynamoLedger {
                 "#status IN (:pending, :expired, :released) AND amount = :amount AND currency = :currency",
             )
             .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":new", s(status_name(status)))
+            .expression_attribute_values(":new", s(status.as_str()))
             .expression_attribute_values(":payment", s(payment.payment_id.as_str()))
             .expression_attribute_values(":now", n(now))
-            .expression_attribute_values(":pending", s("PENDING"))
-            .expression_attribute_values(":expired", s("EXPIRED"))
-            .expression_attribute_values(":released", s("RELEASED"))
+            .expression_attribute_values(":pending", s(OrderStatus::Pending.as_str()))
+            .expression_attribute_values(":expired", s(OrderStatus::Expired.as_str()))
+            .expression_attribute_values(":released", s(OrderStatus::Released.as_str()))
             .expression_attribute_values(":amount", n(payment.amount))
             .expression_attribute_values(":currency", s(&payment.currency));
         items.push(
@@ -284,9 +285,9 @@ impl DynamoLedger {
                         "(#status = :held AND held_by = :order) OR #status = :available",
                     )
                     .expression_attribute_names("#status", "status")
-                    .expression_attribute_values(":sold", s("SOLD"))
-                    .expression_attribute_values(":held", s("HELD"))
-                    .expression_attribute_values(":available", s("AVAILABLE"))
+                    .expression_attribute_values(":sold", s(SeatStatus::Sold.as_str()))
+                    .expression_attribute_values(":held", s(SeatStatus::Held.as_str()))
+                    .expression_attribute_values(":available", s(SeatStatus::Available.as_str()))
                     .expression_attribute_values(":order", s(order.order_id.as_str()));
                 items.push(
                     TransactWriteItem::builder()
@@ -439,7 +440,7 @@ fn answer(order: Order, outcome: PaymentOutcome) -> Result<(Order, ConfirmAnswer
 
 fn unexpected(reasons: &[CancellationReason]) -> LineupError {
     let codes: Vec<&str> = reasons.iter().map(|r| r.code().unwrap_or("-")).collect();
-    LineupError::UnexpectedReply {
+    LineupError::SeatStoreReply {
         operation: "confirm",
         reply: codes.join(","),
     }

@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use super::items::{from_item, n, s, OrderItem, PENDING_INDEX, PENDING_SHARDS};
+use super::items::{from_item, n, pending_shard_key, s, OrderItem, PENDING_INDEX, PENDING_SHARDS};
 use super::{store_error, DynamoLedger};
 use crate::clock::unix_millis;
 use crate::ledger::{OrderStatus, SweepReport};
@@ -21,7 +21,7 @@ impl DynamoLedger {
                 .table_name(&self.tables.orders)
                 .index_name(PENDING_INDEX)
                 .key_condition_expression("pending_shard = :shard AND expires_at < :now")
-                .expression_attribute_values(":shard", s(format!("PENDING#{shard}")))
+                .expression_attribute_values(":shard", s(pending_shard_key(shard)))
                 .expression_attribute_values(":now", n(now_ms))
                 .into_paginator()
                 .items()

@@ -1,5 +1,5 @@
 //! Holding seats (one transaction: every seat's conditional update, the order, the customer's
-//! hold lock) and releasing them.
+//! hold lock and, under a ticket limit, the check of the seats they bought) and releasing them.
 
 use aws_sdk_dynamodb::types::{
     CancellationReason, ConditionCheck, Put, ReturnValuesOnConditionCheckFailure,
@@ -7,13 +7,12 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::items::{
-    from_item, hold_lock_key, n, order_key, pending_shard, s, seat_key, tickets_bought_key,
-    to_item, OrderItem,
+    hold_lock_key, n, order_pk, pending_shard, s, seat_key, tickets_bought_key, to_item, OrderItem,
 };
-use super::{built, condition_failed, store_error, transact, DynamoLedger, TransactionOutcome};
+use super::{built, condition_failed, transact, DynamoLedger, TransactionOutcome};
 use crate::clock::unix_millis;
 use crate::ids::{CustomerId, EventId, OrderId};
-use crate::ledger::{HoldRequest, Order, OrderStatus};
+use crate::ledger::{HoldRequest, Order, OrderStatus, SeatStatus};
 use crate::{HoldRefused, LineupError};
 
 impl DynamoLedger {
@@ -39,8 +38,8 @@ impl DynamoLedger {
                          (#status = :available OR (#status = :held AND hold_expires_at < :now))",
                     )
                     .expression_attribute_names("#status", "status")
-                    .expression_attribute_values(":held", s("HELD"))
-                    .expression_attribute_values(":available", s("AVAILABLE"))
+                    .expression_attribute_values(":held", s(SeatStatus::Held.as_str()))
+                    .expression_attribute_values(":available", s(SeatStatus::Available.as_str()))
                     .expression_attribute_values(":order", s(order_id.as_str()))
                     .expression_attribute_values(":expires", n(expires_at))
                     .expression_attribute_values(":now", n(now))
@@ -55,7 +54,7 @@ impl DynamoLedger {
             .collect();
 
         let order = OrderItem {
-            pk: format!("ORDER#{order_id}"),
+            pk: order_pk(&order_id),
             order_id: order_id.as_str().to_owned(),
             event_id: request.event.as_str().to_owned(),
             customer_id: request.customer.as_str().to_owned(),
@@ -177,7 +176,7 @@ impl DynamoLedger {
                 }
                 // Only the codes: the returned items name other customers' orders.
                 let codes: Vec<&str> = reasons.iter().map(|r| r.code().unwrap_or("-")).collect();
-                Err(LineupError::UnexpectedReply {
+                Err(LineupError::SeatStoreReply {
                     operation: "hold",
                     reply: codes.join(","),
                 })
@@ -225,22 +224,6 @@ impl DynamoLedger {
         Ok(same.then_some(order))
     }
 
-    pub(crate) async fn read_order(
-        &self,
-        order: &OrderId,
-    ) -> Result<Option<OrderItem>, LineupError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.tables.orders)
-            .key("pk", order_key(order))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(store_error)?;
-        output.item.map(from_item).transpose()
-    }
-
     /// Release (of an order the caller has read and found to be theirs): the order goes PENDING →
     /// RELEASED (still conditioned on the owner, and on being pending), then
     /// each seat it still holds goes back to AVAILABLE, and the customer's hold lock is freed.
@@ -252,11 +235,7 @@ impl DynamoLedger {
             .end_pending_order(order_id, OrderStatus::Released, Some(customer), None)
             .await?;
         if !ended {
-            return Err(LineupError::Conflict {
-                code: "order_not_pending",
-                message: "this order is no longer pending (paid, expired or released)".to_owned(),
-                seat_ids: Vec::new(),
-            });
+            return Err(LineupError::OrderNotPending);
         }
         // The order is RELEASED: its seats and its lock go back in parallel, each conditioned on
         // still being this order's (a seat re-taken after a lapse is left alone).
@@ -268,90 +247,6 @@ impl DynamoLedger {
         );
         let lock = self.free_hold_lock(order);
         futures::try_join!(seats, lock).map(|_| ())
-    }
-
-    /// Deletes the customer's hold lock if it is still this order's (a newer hold's lock is left
-    /// alone), so the customer may hold again at once.
-    pub(crate) async fn free_hold_lock(&self, order: &Order) -> Result<(), LineupError> {
-        let deleted = self
-            .client
-            .delete_item()
-            .table_name(&self.tables.orders)
-            .key("pk", hold_lock_key(&order.event_id, &order.customer_id))
-            .condition_expression("order_id = :order")
-            .expression_attribute_values(":order", s(order.order_id.as_str()))
-            .send()
-            .await;
-        match deleted {
-            Ok(_) => Ok(()),
-            Err(error) if is_condition_failure(&error) => Ok(()),
-            Err(error) => Err(store_error(error)),
-        }
-    }
-
-    /// PENDING → `status`, removing the order from the pending index. `Ok(false)` when the order
-    /// was not pending (or not the customer's, or not lapsed by `lapsed_before`).
-    pub(crate) async fn end_pending_order(
-        &self,
-        order_id: &OrderId,
-        status: OrderStatus,
-        customer: Option<&CustomerId>,
-        lapsed_before: Option<u64>,
-    ) -> Result<bool, LineupError> {
-        let mut condition = "#status = :pending".to_owned();
-        let mut update = self
-            .client
-            .update_item()
-            .table_name(&self.tables.orders)
-            .key("pk", order_key(order_id))
-            .update_expression("SET #status = :new REMOVE pending_shard")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":pending", s("PENDING"))
-            .expression_attribute_values(":new", s(status_name(status)));
-        if let Some(customer) = customer {
-            condition.push_str(" AND customer_id = :customer");
-            update = update.expression_attribute_values(":customer", s(customer.as_str()));
-        }
-        if let Some(before) = lapsed_before {
-            condition.push_str(" AND expires_at < :now");
-            update = update.expression_attribute_values(":now", n(before));
-        }
-        match update.condition_expression(condition).send().await {
-            Ok(_) => Ok(true),
-            Err(error) if is_condition_failure(&error) => Ok(false),
-            Err(error) => Err(store_error(error)),
-        }
-    }
-
-    /// HELD by `order` → AVAILABLE (only if `lapsed_before` is passed: only when lapsed).
-    /// `Ok(false)` when the seat was no longer this order's.
-    pub(crate) async fn free_seat(
-        &self,
-        event: &crate::ids::EventId,
-        seat: &crate::ids::SeatId,
-        order: &OrderId,
-        lapsed_before: Option<u64>,
-    ) -> Result<bool, LineupError> {
-        let mut condition = "#status = :held AND held_by = :order".to_owned();
-        let mut update = self
-            .client
-            .update_item()
-            .table_name(&self.tables.seats)
-            .key("pk", seat_key(event, seat))
-            .update_expression("SET #status = :available REMOVE held_by, hold_expires_at")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":held", s("HELD"))
-            .expression_attribute_values(":available", s("AVAILABLE"))
-            .expression_attribute_values(":order", s(order.as_str()));
-        if let Some(before) = lapsed_before {
-            condition.push_str(" AND hold_expires_at < :now");
-            update = update.expression_attribute_values(":now", n(before));
-        }
-        match update.condition_expression(condition).send().await {
-            Ok(_) => Ok(true),
-            Err(error) if is_condition_failure(&error) => Ok(false),
-            Err(error) => Err(store_error(error)),
-        }
     }
 }
 
@@ -398,24 +293,4 @@ fn held_by(reason: &CancellationReason) -> Option<&str> {
         .and_then(|seat| seat.get("held_by"))
         .and_then(|by| by.as_s().ok())
         .map(String::as_str)
-}
-
-pub(crate) fn status_name(status: OrderStatus) -> &'static str {
-    match status {
-        OrderStatus::Pending => "PENDING",
-        OrderStatus::Paid => "PAID",
-        OrderStatus::Expired => "EXPIRED",
-        OrderStatus::Released => "RELEASED",
-        OrderStatus::RefundRequired => "REFUND_REQUIRED",
-    }
-}
-
-/// Whether a single-item write failed its condition (an answer, not an error).
-pub(crate) fn is_condition_failure<E, R>(error: &aws_sdk_dynamodb::error::SdkError<E, R>) -> bool
-where
-    E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
-{
-    error
-        .as_service_error()
-        .is_some_and(|service| service.code() == Some("ConditionalCheckFailedException"))
 }

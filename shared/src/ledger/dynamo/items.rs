@@ -38,36 +38,63 @@ fn stable_hash(text: &str) -> u32 {
     })
 }
 
+/// The prefixes of the orders table's record kinds (see [`super::tables`]). Every key is built
+/// by the functions below, and readers (the simulation's checks) use the same prefixes.
+pub const ORDER_PREFIX: &str = "ORDER#";
+pub const HOLD_LOCK_PREFIX: &str = "HOLD#";
+pub const IDEMPOTENCY_PREFIX: &str = "IDEMPOTENCY#";
+pub const PAYMENT_PREFIX: &str = "PAYMENT#";
+pub const TICKETS_BOUGHT_PREFIX: &str = "TICKETS#";
+/// The pending index's partition keys: `PENDING#<shard>`.
+pub const PENDING_SHARD_PREFIX: &str = "PENDING#";
+
+/// A seat's key in the seats table: `<eventId>#<seatId>`.
+pub fn seat_pk(event: &EventId, seat: &SeatId) -> String {
+    format!("{event}#{seat}")
+}
+
 pub(crate) fn seat_key(event: &EventId, seat: &SeatId) -> AttributeValue {
-    s(format!("{event}#{seat}"))
+    s(seat_pk(event, seat))
 }
 
 pub(crate) fn seat_map_shard(event: &EventId, shard: u32) -> String {
     format!("{event}#{shard}")
 }
 
+pub fn order_pk(order: &OrderId) -> String {
+    format!("{ORDER_PREFIX}{order}")
+}
+
 pub(crate) fn order_key(order: &OrderId) -> AttributeValue {
-    s(format!("ORDER#{order}"))
+    s(order_pk(order))
 }
 
 /// The record that makes "one open hold per customer per event" a condition, not a query.
 pub(crate) fn hold_lock_key(event: &EventId, customer: &CustomerId) -> AttributeValue {
-    s(format!("HOLD#{event}#{customer}"))
+    s(format!("{HOLD_LOCK_PREFIX}{event}#{customer}"))
+}
+
+pub(crate) fn idempotency_pk(key: &str) -> String {
+    format!("{IDEMPOTENCY_PREFIX}{key}")
 }
 
 pub(crate) fn idempotency_key(key: &str) -> AttributeValue {
-    s(format!("IDEMPOTENCY#{key}"))
+    s(idempotency_pk(key))
 }
 
 /// The record that makes "a payment settles at most one order, ever" a condition.
+pub(crate) fn payment_pk(payment: &PaymentId) -> String {
+    format!("{PAYMENT_PREFIX}{payment}")
+}
+
 pub(crate) fn payment_key(payment: &PaymentId) -> AttributeValue {
-    s(format!("PAYMENT#{payment}"))
+    s(payment_pk(payment))
 }
 
 /// The count of seats a customer bought for an event (`paid_seats`), which the ticket limit is
 /// checked against inside the hold and the sale.
 pub(crate) fn tickets_bought_key(event: &EventId, customer: &CustomerId) -> AttributeValue {
-    s(format!("TICKETS#{event}#{customer}"))
+    s(format!("{TICKETS_BOUGHT_PREFIX}{event}#{customer}"))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -90,7 +117,7 @@ impl SeatItem {
     pub fn new(event: &EventId, seat: &crate::ledger::NewSeat) -> Self {
         let shard = stable_hash(seat.seat_id.as_str()) % SEAT_MAP_SHARDS;
         Self {
-            pk: format!("{event}#{}", seat.seat_id),
+            pk: seat_pk(event, &seat.seat_id),
             event_id: event.as_str().to_owned(),
             seat_id: seat.seat_id.as_str().to_owned(),
             map_shard: seat_map_shard(event, shard),
@@ -108,7 +135,7 @@ impl SeatItem {
         let lapsed =
             self.status == SeatStatus::Held && self.hold_expires_at.is_some_and(|at| at <= now_ms);
         // A stored id that does not parse is a bad item (500), not the caller's mistake (400).
-        let seat_id = SeatId::parse(&self.seat_id).map_err(|_| LineupError::UnexpectedReply {
+        let seat_id = SeatId::parse(&self.seat_id).map_err(|_| LineupError::SeatStoreReply {
             operation: "seat item",
             reply: self.pk.clone(),
         })?;
@@ -149,12 +176,16 @@ pub(crate) struct OrderItem {
 }
 
 pub(crate) fn pending_shard(order: &OrderId) -> String {
-    format!("PENDING#{}", stable_hash(order.as_str()) % PENDING_SHARDS)
+    pending_shard_key(stable_hash(order.as_str()) % PENDING_SHARDS)
+}
+
+pub(crate) fn pending_shard_key(shard: u32) -> String {
+    format!("{PENDING_SHARD_PREFIX}{shard}")
 }
 
 impl OrderItem {
     pub fn into_order(self) -> Result<Order, LineupError> {
-        let unexpected = |_| LineupError::UnexpectedReply {
+        let unexpected = |_| LineupError::SeatStoreReply {
             operation: "order item",
             reply: self.pk.clone(),
         };

@@ -12,6 +12,7 @@ pub mod confirm;
 pub mod expire;
 pub mod hold;
 pub mod items;
+pub mod orders;
 pub mod seats;
 pub mod tables;
 
@@ -189,6 +190,16 @@ fn backoff(attempt: u32) -> std::time::Duration {
 /// and every call site sets them all: a failure here is a bug in this crate, not bad input.
 pub(crate) fn built<T, E: std::fmt::Debug>(result: Result<T, E>) -> T {
     result.expect("all required fields are set")
+}
+
+/// Whether a single-item write failed its condition (an answer, not an error).
+pub(crate) fn is_condition_failure<E, R>(error: &aws_sdk_dynamodb::error::SdkError<E, R>) -> bool
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
+{
+    error
+        .as_service_error()
+        .is_some_and(|service| service.code() == Some("ConditionalCheckFailedException"))
 }
 
 /// Whether a cancellation reason is a failed condition (rather than "None": not the cause).

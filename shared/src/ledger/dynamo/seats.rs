@@ -1,19 +1,19 @@
-//! Reading the seat map (the sharded GSI, all shards at once) and seeding an event's seats
-//! (conditional writes: never over a seat in use).
+//! Reading the seat map (the sharded GSI, all shards at once), seeding an event's seats
+//! (conditional writes: never over a seat in use), and freeing a held seat.
 
 use std::time::SystemTime;
 
 use futures::future::try_join_all;
 use futures::{StreamExt, TryStreamExt};
 
-use super::hold::is_condition_failure;
 use super::items::{
-    from_item, n, s, seat_map_shard, to_item, SeatItem, SEAT_MAP_INDEX, SEAT_MAP_SHARDS,
+    from_item, n, s, seat_key, seat_map_shard, to_item, SeatItem, SEAT_MAP_INDEX, SEAT_MAP_SHARDS,
 };
-use super::{store_error, DynamoLedger};
+use super::{is_condition_failure, store_error, DynamoLedger};
 use crate::clock::unix_millis;
+use crate::ids::OrderId;
 use crate::ids::{EventId, SeatId};
-use crate::ledger::{NewSeat, Seat};
+use crate::ledger::{NewSeat, Seat, SeatStatus};
 use crate::LineupError;
 
 impl DynamoLedger {
@@ -81,8 +81,8 @@ impl DynamoLedger {
                      OR (#status = :held AND hold_expires_at < :now)",
                 )
                 .expression_attribute_names("#status", "status")
-                .expression_attribute_values(":available", s("AVAILABLE"))
-                .expression_attribute_values(":held", s("HELD"))
+                .expression_attribute_values(":available", s(SeatStatus::Available.as_str()))
+                .expression_attribute_values(":held", s(SeatStatus::Held.as_str()))
                 .expression_attribute_values(":now", n(now))
                 .send()
                 .await;
@@ -97,6 +97,37 @@ impl DynamoLedger {
             .try_collect()
             .await?;
         Ok(outcomes.into_iter().flatten().collect())
+    }
+
+    /// HELD by `order` → AVAILABLE (only if `lapsed_before` is passed: only when lapsed).
+    /// `Ok(false)` when the seat was no longer this order's.
+    pub(crate) async fn free_seat(
+        &self,
+        event: &EventId,
+        seat: &SeatId,
+        order: &OrderId,
+        lapsed_before: Option<u64>,
+    ) -> Result<bool, LineupError> {
+        let mut condition = "#status = :held AND held_by = :order".to_owned();
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.tables.seats)
+            .key("pk", seat_key(event, seat))
+            .update_expression("SET #status = :available REMOVE held_by, hold_expires_at")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":held", s(SeatStatus::Held.as_str()))
+            .expression_attribute_values(":available", s(SeatStatus::Available.as_str()))
+            .expression_attribute_values(":order", s(order.as_str()));
+        if let Some(before) = lapsed_before {
+            condition.push_str(" AND hold_expires_at < :now");
+            update = update.expression_attribute_values(":now", n(before));
+        }
+        match update.condition_expression(condition).send().await {
+            Ok(_) => Ok(true),
+            Err(error) if is_condition_failure(&error) => Ok(false),
+            Err(error) => Err(store_error(error)),
+        }
     }
 }
 
