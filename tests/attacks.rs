@@ -406,6 +406,51 @@ async fn a_hold_larger_than_the_limit_is_refused_before_any_write() {
     assert_eq!(sale.snapshot().await, before);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_the_required_claim_nobody_joins() {
+    logs();
+    let sale = OnSale::with_seats(1).await;
+    let api = lineup::http::QueueApi {
+        required_claim: Some("email_verified".to_owned()),
+        ..sale.queue_api.clone()
+    };
+    let bot = customer(13);
+    let joining = |claim: Option<&str>| {
+        let mut event = lineup_tests::route(
+            &lineup_tests::sample("join.json"),
+            &[("eventId", sale.event.as_str())],
+            Some(&bot),
+        );
+        let claims = &mut event["requestContext"]["authorizer"]["jwt"]["claims"];
+        match claim {
+            Some(value) => claims["email_verified"] = value.into(),
+            None => {
+                claims
+                    .as_object_mut()
+                    .expect("claims")
+                    .remove("email_verified");
+            }
+        }
+        lineup_tests::request(&event)
+    };
+    let before = sale.full_snapshot().await;
+    for claim in [None, Some("false"), Some("TRUE"), Some("")] {
+        let refused = lineup::http::join::handle(&api, joining(claim)).await;
+        assert_eq!(
+            (refused.status(), error_code(&refused).as_str()),
+            (StatusCode::FORBIDDEN, "claim_required"),
+            "{claim:?}"
+        );
+    }
+    assert_eq!(
+        sale.full_snapshot().await,
+        before,
+        "a refused join queued someone"
+    );
+    let joined = lineup::http::join::handle(&api, joining(Some("true"))).await;
+    assert_eq!(joined.status(), StatusCode::CREATED, "{}", body(&joined));
+}
+
 // ---------------------------------------------------------------- tokens, ids, bodies
 // (below this line: forged, expired, cross-event and revoked tokens; another customer's queue id
 // or order; oversized and malformed bodies; holds without admission)

@@ -250,6 +250,7 @@ async fn with_redis_down_join_and_poll_answer_503_with_retry_after_and_recover()
         line: queue.clone(),
         key: signing_key().into(),
         clock: Arc::new(SystemClock),
+        required_claim: None,
     };
     let event = fresh_event();
     let settings = EventSettings::opening_at(SystemTime::now() - Duration::from_secs(1));

@@ -56,7 +56,15 @@ async fn seeding_racing_holds_never_frees_a_held_seat() {
             }
         },
     ));
-    let all_seats = seats(40);
+    // The same seats at the same prices as the on-sale's, so a hold's price check passes
+    // whichever write lands first.
+    let all_seats: Vec<NewSeat> = seats(40)
+        .into_iter()
+        .map(|seat| NewSeat {
+            price: 12_000,
+            ..seat
+        })
+        .collect();
     let seeding = event_admin::seed(&sale.ledger, &sale.event, &all_seats, sale.clock.now());
     let (answers, _) = futures::join!(holds, seeding);
     let orders: Vec<String> = answers
@@ -75,7 +83,7 @@ async fn seeding_racing_holds_never_frees_a_held_seat() {
     // seat is left alone and reported, every other seat is rewritten.
     let in_use = sale
         .ledger
-        .seed_seats(&sale.event, &seats(40), sale.clock.now())
+        .seed_seats(&sale.event, &all_seats, sale.clock.now())
         .await
         .expect("seed");
     let stored = sale.seats().await;

@@ -71,6 +71,11 @@ pub enum LineupError {
     #[error("the queue for this event is closed")]
     QueueClosed,
 
+    /// The caller's JWT lacks the claim this deployment requires before joining (e.g. a
+    /// verified e-mail address): bots on throwaway accounts cannot queue.
+    #[error("joining needs a verified account: the `{claim}` claim of your sign-in must be true")]
+    ClaimRequired { claim: String },
+
     /// An access token that is missing, forged, expired, for another event or customer, or revoked.
     #[error("access token refused: {0}")]
     AccessDenied(#[from] TokenRejection),
@@ -165,7 +170,7 @@ impl LineupError {
             Self::SeatStoreFailure(_) | Self::MalformedItem(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::InvalidRequest { .. } | Self::UnknownSeats(_) => StatusCode::BAD_REQUEST,
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::AccessDenied(_) => StatusCode::FORBIDDEN,
+            Self::AccessDenied(_) | Self::ClaimRequired { .. } => StatusCode::FORBIDDEN,
             Self::EventNotFound | Self::QueueEntryNotFound | Self::RouteNotFound { .. } => {
                 StatusCode::NOT_FOUND
             }
@@ -207,6 +212,7 @@ impl LineupError {
             Self::RouteNotFound { .. } => "route_not_found",
             Self::QueueClosed => "queue_closed",
             Self::AccessDenied(_) => "access_denied",
+            Self::ClaimRequired { .. } => "claim_required",
             Self::QueueUnavailable(_) => "service_unavailable",
             Self::QueueFailure(_) | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
                 "internal_error"

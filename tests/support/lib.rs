@@ -96,6 +96,7 @@ pub fn api(queue: Arc<RedisQueue>, clock: Arc<dyn Clock>) -> QueueApi {
         line: queue,
         key: signing_key().into(),
         clock,
+        required_claim: None,
     }
 }
 

@@ -110,6 +110,7 @@ impl OnSale {
             line: queue.clone(),
             key: signing_key().into(),
             clock: clock.clone(),
+            required_claim: None,
         };
         let hold_api = HoldApi {
             ledger: ledger.clone(),

@@ -17,6 +17,7 @@ async fn main() -> Result<(), Error> {
         line: Arc::new(RedisQueue::open(&config.queue.redis)?),
         key: SigningKeys::load(config.queue.signing_key).await?,
         clock: Arc::new(SystemClock),
+        required_claim: config.required_claim,
     };
     run(service_fn(|request: Request| {
         let api = api.clone();

@@ -18,6 +18,7 @@ async fn main() -> Result<(), Error> {
         line: Arc::new(RedisQueue::open(&config.redis)?),
         key: SigningKeys::load(config.signing_key).await?,
         clock: Arc::new(SystemClock),
+        required_claim: None,
     };
     run(service_fn(|request: Request| {
         let api = api.clone();

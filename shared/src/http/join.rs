@@ -2,7 +2,8 @@
 //! same body when the customer already had one (pressing F5 never sends anyone to the back).
 //! Before opening the place is a pre-queue draw fixed by the event's seed and the customer, so
 //! leaving and joining again cannot improve it, and the answer shows no position (see
-//! [`super::queue_api`] for why).
+//! [`super::queue_api`] for why). An on-sale may require a JWT claim to be `"true"` before
+//! anyone joins (`LINEUP_REQUIRED_CLAIM`, e.g. `email_verified`): 403 `claim_required`.
 
 use http::StatusCode;
 use lambda_http::{Body, Request, Response};
@@ -18,6 +19,13 @@ pub async fn handle(api: &QueueApi, request: Request) -> Response<Body> {
 
 async fn join(api: &QueueApi, request: &Request) -> Result<Response<Body>, LineupError> {
     let customer = request::caller(request)?;
+    if let Some(claim) = &api.required_claim {
+        if request::claim(request, claim) != Some("true") {
+            return Err(LineupError::ClaimRequired {
+                claim: claim.clone(),
+            });
+        }
+    }
     let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
     request::expect_no_body_or_json_object(request)?;
 

@@ -33,6 +33,9 @@ pub struct QueueApi {
     pub line: Arc<dyn WaitingLine>,
     pub key: SigningKeys,
     pub clock: Arc<dyn Clock>,
+    /// For joining: a claim of the caller's JWT that must be `"true"` (e.g. `email_verified`),
+    /// so throwaway accounts cannot queue; `None`: any signed-in customer may join.
+    pub required_claim: Option<String>,
 }
 
 /// A customer's standing as the HTTP contract shows it.
@@ -169,6 +172,7 @@ mod tests {
                 .unwrap()
                 .into(),
             clock: Arc::new(FixedClock::at(now)),
+            required_claim: None,
         };
         let (event, customer) = (
             EventId::parse("gala").unwrap(),

@@ -121,7 +121,13 @@ impl<K: SecretKey> Rotating<K> {
         let versions = fetcher.fetch().await?;
         let version_id = versions.current_version_id.clone();
         let ring = KeyRing::from_versions(fetcher.secret_id(), versions)?;
-        tracing::info!(secret = fetcher.secret_id(), version = ?version_id, previous = ring.previous().is_some(), "loaded the {}", K::WHAT);
+        tracing::info!(
+            secret = fetcher.secret_id(),
+            version = version_id.as_deref().unwrap_or("unknown"),
+            previous = ring.previous().is_some(),
+            "loaded the {}",
+            K::WHAT
+        );
         Ok(Self {
             inner: Arc::new(Inner {
                 ring: RwLock::new(Arc::new(ring)),
@@ -155,7 +161,12 @@ impl<K: SecretKey> Rotating<K> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if *known != version_id {
-            tracing::info!(secret = refresher.fetcher.secret_id(), version = ?version_id, "picked up a new version of the {}", K::WHAT);
+            tracing::info!(
+                secret = refresher.fetcher.secret_id(),
+                version = version_id.as_deref().unwrap_or("unknown"),
+                "picked up a new version of the {}",
+                K::WHAT
+            );
             *known = version_id;
         }
         Ok(())

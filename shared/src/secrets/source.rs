@@ -1,8 +1,10 @@
 //! Where a function takes a secret from. In AWS: Secrets Manager, named by the secret's ARN in
 //! `<NAME>_SECRET_ARN` (an ARN is not a secret, so it may sit in the function's configuration).
-//! Locally (tests, `lineup dev`, the runtime emulator, `sam local invoke`): the value itself in
-//! `<NAME>`. Exactly one of the two: both set is a mistake that could leave the function on a
-//! stale literal after the real secret rotates, so it stops the function at cold start.
+//! Locally (tests, `lineup dev`, the runtime emulator): the value itself in `<NAME>`. (`sam local
+//! invoke` passes only the variables the template declares, so `events/env.json` names secrets
+//! in LocalStack instead.) Exactly one of the two: both set is a mistake that could leave the
+//! function on a stale literal after the real secret rotates, so it stops the function at cold
+//! start.
 
 use crate::aws::AwsSettings;
 use crate::config::ConfigError;
