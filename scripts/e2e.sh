@@ -7,16 +7,31 @@
 #     joining to an issued ticket, and a second customer refused a seat the first holds;
 #     screenshots in target/browser/;
 #  3. Ctrl-C (SIGINT) must stop the server and every service it started;
-#  4. `lineup simulate --users 2000 --seats 300` against a dev server with 20-second holds (so
+#  4. the binary that command built, copied alone to an empty directory and started from another
+#     working directory (no source tree to lean on: the page and the installer are compiled in),
+#     must serve the page with the right content types and stop on Ctrl-C too;
+#  5. `lineup simulate --users 2000 --seats 300` against a dev server with 20-second holds (so
 #     lapsed holds go back on sale within the run); it exits non-zero if an invariant breaks.
 #
 #   scripts/e2e.sh                       # all of it
 #   LINEUP_SIMULATE_USERS=500 scripts/e2e.sh
+#   LINEUP_E2E_PORT=3026 LINEUP_E2E_REDIS_PORT=6416 LINEUP_E2E_MOTO_PORT=5036 scripts/e2e.sh
+#                                        # beside another `lineup dev` on the default ports
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/local-stack.sh
 
-API_PORT=3000
+API_PORT="${LINEUP_E2E_PORT:-3000}"
+DEV_REDIS_PORT="${LINEUP_E2E_REDIS_PORT:-6381}"
+DEV_MOTO_PORT="${LINEUP_E2E_MOTO_PORT:-5010}"
+# The README's command as written when the ports are the defaults; the ports named otherwise.
+DEV_PORTS=()
+if [ "$API_PORT:$DEV_REDIS_PORT:$DEV_MOTO_PORT" != "3000:6381:5010" ]; then
+  DEV_PORTS=(--port "$API_PORT" --redis-port "$DEV_REDIS_PORT" --moto-port "$DEV_MOTO_PORT")
+fi
+# `lineup dev` keeps its moto venv in a cache directory (~/.cache/lineup by default); here the
+# one scripts/test.sh already made in .local/, so a fresh clone installs moto once, not twice.
+export LINEUP_CACHE_DIR="${LINEUP_CACHE_DIR:-$PWD/.local}"
 SIM_USERS="${LINEUP_SIMULATE_USERS:-2000}"
 SIM_SEATS="${LINEUP_SIMULATE_SEATS:-300}"
 mkdir -p target/e2e
@@ -38,11 +53,17 @@ ensure_browser_test_packages() {
 }
 
 DEV_PID=""
+DEV_CHILDREN=""
+descendants() {
+  local child
+  for child in $(pgrep -P "$1" || true); do echo "$child"; descendants "$child"; done
+}
 # start_dev LOG COMMAND...: runs a dev server in the background and waits for its URL line.
 start_dev() {
   local log="$1"; shift
   "$@" >"$log" 2>&1 &
   DEV_PID=$!
+  DEV_CHILDREN=""
   for _ in $(seq 1 1200); do
     if grep -q "Lineup is running: http://127.0.0.1:$API_PORT/" "$log"; then return; fi
     if ! kill -0 "$DEV_PID" 2>/dev/null; then
@@ -60,6 +81,8 @@ start_dev() {
 # stop_dev: Ctrl-C, as a developer stops it; then nothing it started may be left running.
 stop_dev() {
   [ -n "$DEV_PID" ] || return 0
+  # Its services (redis-server, moto's python) are its descendants: each must be gone after.
+  DEV_CHILDREN="$(descendants "$DEV_PID")"
   kill -INT "$DEV_PID" 2>/dev/null || true
   for _ in $(seq 1 100); do kill -0 "$DEV_PID" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$DEV_PID" 2>/dev/null; then
@@ -68,13 +91,30 @@ stop_dev() {
   fi
   wait "$DEV_PID" 2>/dev/null || true
   DEV_PID=""
-  for port in "$API_PORT" 6381 5010; do
+  for child in $DEV_CHILDREN; do
+    if kill -0 "$child" 2>/dev/null; then
+      echo "error: process $child ($(ps -o comm= -p "$child")) outlived lineup dev's Ctrl-C" >&2
+      exit 1
+    fi
+  done
+  for port in "$API_PORT" "$DEV_REDIS_PORT" "$DEV_MOTO_PORT"; do
     if (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "error: something still answers on 127.0.0.1:$port after Ctrl-C" >&2
       exit 1
     fi
   done
-  echo "==> Ctrl-C stopped the server, Redis and moto (ports $API_PORT, 6381, 5010 free)"
+  echo "==> Ctrl-C stopped the server, Redis and moto (ports $API_PORT, $DEV_REDIS_PORT, $DEV_MOTO_PORT free; $(echo $DEV_CHILDREN | wc -w) processes it started gone)"
+}
+
+# expect_asset PATH CONTENT-TYPE: the dev server answers 200 with that content type (prefix).
+expect_asset() {
+  local type
+  type="$(curl -fsS -o /dev/null -w '%{content_type}' "http://127.0.0.1:$API_PORT$1")" \
+    || { echo "error: GET $1 failed" >&2; exit 1; }
+  case "$type" in
+    "$2"*) ;;
+    *) echo "error: GET $1 answered Content-Type '$type', not $2" >&2; exit 1 ;;
+  esac
 }
 # On any exit: the same Ctrl-C, then force only this server's own children if it hangs. (Never
 # kill by name or port: those may belong to another checkout's `lineup dev`.)
@@ -90,8 +130,8 @@ trap abandon_dev EXIT
 ensure_chromium
 ensure_browser_test_packages
 
-echo "==> the README's run command: cargo run --bin lineup -- dev"
-start_dev target/e2e/dev.log cargo run --locked --bin lineup -- dev
+echo "==> the README's run command: cargo run --bin lineup -- dev ${DEV_PORTS[*]}"
+start_dev target/e2e/dev.log cargo run --locked --bin lineup -- dev "${DEV_PORTS[@]}"
 grep "Lineup is running" target/e2e/dev.log
 # Into a file first: `curl | grep -q` fails under pipefail when grep stops reading early.
 curl -fsS "http://127.0.0.1:$API_PORT/" -o target/e2e/index.html
@@ -104,8 +144,32 @@ LINEUP_URL="http://127.0.0.1:$API_PORT" node --test tests/browser/
 ls target/browser/*.png
 stop_dev
 
+# The binary `cargo run` just built (no second compile), alone in an empty directory, started
+# from yet another one: the page and the installer must come from the binary itself.
+ALONE="$(mktemp -d)"
+ELSEWHERE="$(mktemp -d)"
+trap 'abandon_dev; rm -rf "$ALONE" "$ELSEWHERE"' EXIT
+cp target/debug/lineup "$ALONE/lineup"
+echo "==> the binary copied to $ALONE, started from $ELSEWHERE"
+start_dev target/e2e/dev-copied.log \
+  bash -c 'cd "$1" && shift && exec "$@"' _ "$ELSEWHERE" "$ALONE/lineup" dev \
+    --port "$API_PORT" --redis-port "$DEV_REDIS_PORT" --moto-port "$DEV_MOTO_PORT"
+curl -fsS "http://127.0.0.1:$API_PORT/" -o target/e2e/index-copied.html
+grep -q "<title>Lineup waiting room</title>" target/e2e/index-copied.html \
+  || { echo "error: the copied binary did not serve the page" >&2; exit 1; }
+expect_asset / text/html
+expect_asset /app.js text/javascript
+expect_asset /style.css text/css
+curl -fsS "http://127.0.0.1:$API_PORT/app.js" | cmp -s - web/app.js \
+  || { echo "error: the copied binary's app.js is not web/app.js" >&2; exit 1; }
+[ -z "$(ls -A "$ELSEWHERE")" ] && [ "$(ls -A "$ALONE")" = lineup ] \
+  || { echo "error: lineup dev wrote into its working or its own directory" >&2; exit 1; }
+echo "==> the copied binary serves the page (HTML, JS and CSS with their content types)"
+stop_dev
+
 echo "==> lineup simulate --users $SIM_USERS --seats $SIM_SEATS (dev server with 20 s holds, sweep every 2 s)"
-start_dev target/e2e/dev-simulate.log target/debug/lineup dev --hold-seconds 20 --expire-every-seconds 2 --seats 100
+start_dev target/e2e/dev-simulate.log target/debug/lineup dev "${DEV_PORTS[@]}" \
+  --hold-seconds 20 --expire-every-seconds 2 --seats 100
 target/debug/lineup simulate --users "$SIM_USERS" --seats "$SIM_SEATS" --api "http://127.0.0.1:$API_PORT" \
   | tee target/e2e/simulate-report.txt
 stop_dev

@@ -1,5 +1,6 @@
-# Shared by scripts/test.sh (and, later, the run command): install and start the local services
-# on loopback ports, and stop exactly what was started. Source it; do not run it.
+# Shared by scripts/test.sh and `lineup dev` (cli/src/local_stack.rs, which embeds it): install
+# and start the local services on loopback ports, and stop exactly what was started. Source it;
+# do not run it.
 
 STARTED_PIDS=()
 LOCAL_DIR="${LOCAL_DIR:-$PWD/.local}"

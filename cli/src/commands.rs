@@ -74,7 +74,8 @@ pub enum EventAction {
         #[command(flatten)]
         endpoints: EndpointArgs,
     },
-    /// Print the event's settings.
+    /// Print the event's settings (from Redis) and how many of its seats are available, held and
+    /// sold (from DynamoDB).
     Show {
         event: String,
         #[command(flatten)]

@@ -1,9 +1,22 @@
 //! Where the services are: the local stack `lineup dev` starts, or AWS. Operator commands take
 //! the same flags (with the same environment variables the functions read), so one command line
 //! works against both.
+//!
+//! Against AWS (`--aws`) the clients are configured by `aws-config`, the standard credential and
+//! region chain every AWS tool follows (environment, `~/.aws/config` profiles with SSO,
+//! `credential_process` or roles to assume, container and instance credentials), because that is
+//! how operators sign in. The Lambda functions deliberately do without it
+//! (`lineup::aws`: their credentials are always in the environment, and it would add to every
+//! binary); the CLI's size does not matter. Both use the same rustls + ring HTTPS client. Against
+//! the local stack nothing is looked up: an explicit endpoint and throw-away credentials.
 
 use std::time::Duration;
 
+use aws_config::profile::ProfileFileCredentialsProvider;
+use aws_config::provider_config::ProviderConfig;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_sdk_dynamodb::config::{ProvideCredentials, SharedCredentialsProvider};
+use aws_smithy_types::timeout::TimeoutConfig;
 use lineup::aws::AwsSettings;
 use lineup::ledger::dynamo::{DynamoLedger, TableNames};
 use lineup::queue::redis::RedisQueue;
@@ -17,6 +30,10 @@ pub const LOCAL_SEATS_TABLE: &str = "lineup-seats";
 pub const LOCAL_ORDERS_TABLE: &str = "lineup-orders";
 pub const LOCAL_OUTBOX_TABLE: &str = "lineup-outbox";
 
+/// Bound on one attempt of an AWS request from the CLI (an operator's command is not in front of
+/// API Gateway's 30 s, so it can wait longer than a function does); the whole request gets three.
+const AWS_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The flags every operator command takes to find the services.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EndpointArgs {
@@ -26,13 +43,23 @@ pub struct EndpointArgs {
     /// Speak the Redis Cluster protocol (ElastiCache Serverless).
     #[arg(long, env = "REDIS_CLUSTER", default_value_t = false)]
     pub redis_cluster: bool,
-    /// The DynamoDB/SQS endpoint (moto or LocalStack). Ignored with `--aws`.
+    /// The DynamoDB/SQS endpoint (moto or LocalStack). Not used with `--aws` (there the standard
+    /// AWS settings apply: AWS_ENDPOINT_URL, or a profile's `endpoint_url`).
     #[arg(long, env = "AWS_ENDPOINT_URL", default_value_t = format!("http://127.0.0.1:{LOCAL_MOTO_PORT}"))]
     pub endpoint_url: String,
-    /// Talk to AWS itself: region and credentials from AWS_REGION and AWS_ACCESS_KEY_ID /
-    /// AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN.
+    /// Talk to AWS itself, with the standard credential and region chain: AWS_ACCESS_KEY_ID and
+    /// friends, else the profile (AWS_PROFILE or `default`: static keys, SSO, credential_process,
+    /// a role to assume), else container or instance credentials.
     #[arg(long)]
     pub aws: bool,
+    /// With `--aws`: the named profile of ~/.aws/config (or AWS_CONFIG_FILE) and
+    /// ~/.aws/credentials. Its credentials are used even if AWS_ACCESS_KEY_ID is set, as the AWS
+    /// CLI does; so are its region and `endpoint_url` unless overridden.
+    #[arg(long, value_name = "NAME", requires = "aws")]
+    pub profile: Option<String>,
+    /// With `--aws`: the region (default: AWS_REGION, then the profile's `region`).
+    #[arg(long, value_name = "REGION", requires = "aws")]
+    pub region: Option<String>,
     #[arg(long, env = "SEATS_TABLE", default_value = LOCAL_SEATS_TABLE)]
     pub seats_table: String,
     #[arg(long, env = "ORDERS_TABLE", default_value = LOCAL_ORDERS_TABLE)]
@@ -43,8 +70,24 @@ pub struct EndpointArgs {
 
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointError {
-    #[error("the AWS settings are incomplete")]
-    Aws(#[source] lineup::config::ConfigError),
+    #[error("no AWS region: pass --region, set AWS_REGION, or give {profile} a region")]
+    NoRegion { profile: ProfileName },
+    #[error(
+        "profile `{profile}` gave no AWS credentials (it needs keys, sso_ settings, a \
+         credential_process or a role_arn; with SSO, sign in first: \
+         `aws sso login --profile {profile}`)"
+    )]
+    ProfileCredentials {
+        profile: String,
+        #[source]
+        source: aws_credential_types::provider::error::CredentialsError,
+    },
+    #[error(
+        "no AWS credentials: none in the environment (AWS_ACCESS_KEY_ID), {}, the container \
+         or the instance; sign in (e.g. `aws sso login`) or pass --profile",
+        ProfileName(None)
+    )]
+    Credentials(#[source] aws_credential_types::provider::error::CredentialsError),
     #[error("the Redis URL {url:?} is not usable")]
     Redis {
         url: String,
@@ -53,13 +96,113 @@ pub enum EndpointError {
     },
 }
 
-impl EndpointArgs {
-    pub fn aws_settings(&self) -> Result<AwsSettings, EndpointError> {
-        if self.aws {
-            AwsSettings::from_env().map_err(EndpointError::Aws)
-        } else {
-            Ok(AwsSettings::local(&self.endpoint_url))
+/// The profile an error is about, as the operator named it (or did not).
+#[derive(Debug, Clone)]
+pub struct ProfileName(Option<String>);
+
+impl std::fmt::Display for ProfileName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(name) => write!(f, "profile `{name}`"),
+            None => f.write_str("the default profile (or AWS_PROFILE's)"),
         }
+    }
+}
+
+/// Where the AWS clients point, and as whom.
+#[derive(Debug, Clone)]
+pub enum AwsTarget {
+    /// A local emulator: explicit endpoint, test credentials (`lineup::aws`'s own builders).
+    Local(AwsSettings),
+    /// AWS, as the standard chain resolved it.
+    Aws(Box<SdkConfig>),
+}
+
+impl AwsTarget {
+    pub fn dynamodb(&self) -> aws_sdk_dynamodb::Client {
+        match self {
+            Self::Local(settings) => lineup::aws::dynamodb(settings),
+            Self::Aws(config) => aws_sdk_dynamodb::Client::new(config),
+        }
+    }
+
+    pub fn dynamodb_streams(&self) -> aws_sdk_dynamodbstreams::Client {
+        match self {
+            Self::Local(settings) => dynamodb_streams(settings),
+            Self::Aws(config) => aws_sdk_dynamodbstreams::Client::new(config),
+        }
+    }
+
+    pub fn sqs(&self) -> aws_sdk_sqs::Client {
+        match self {
+            Self::Local(settings) => lineup::aws::sqs(settings),
+            Self::Aws(config) => aws_sdk_sqs::Client::new(config),
+        }
+    }
+}
+
+impl EndpointArgs {
+    /// The local emulator, or (`--aws`) AWS with credentials and region resolved now, so that a
+    /// missing sign-in or region is reported before any work starts.
+    pub async fn aws_target(&self) -> Result<AwsTarget, EndpointError> {
+        if !self.aws {
+            return Ok(AwsTarget::Local(AwsSettings::local(&self.endpoint_url)));
+        }
+        let config = self.load_aws_config().await;
+        // Resolved here once to fail early and clearly; the clients resolve (and cache) their own.
+        if let Some(credentials) = config.credentials_provider() {
+            credentials
+                .provide_credentials()
+                .await
+                .map_err(|source| match &self.profile {
+                    Some(profile) => EndpointError::ProfileCredentials {
+                        profile: profile.clone(),
+                        source,
+                    },
+                    None => EndpointError::Credentials(source),
+                })?;
+        }
+        if config.region().is_none() {
+            return Err(EndpointError::NoRegion {
+                profile: ProfileName(self.profile.clone()),
+            });
+        }
+        Ok(AwsTarget::Aws(Box::new(config)))
+    }
+
+    async fn load_aws_config(&self) -> SdkConfig {
+        let http_client = lineup::aws::http_client();
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .http_client(http_client.clone())
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(AWS_ATTEMPT_TIMEOUT)
+                    .operation_attempt_timeout(AWS_ATTEMPT_TIMEOUT)
+                    .operation_timeout(AWS_ATTEMPT_TIMEOUT * 3)
+                    .build(),
+            );
+        if let Some(region) = &self.region {
+            loader = loader.region(Region::new(region.clone()));
+        }
+        let Some(profile) = &self.profile else {
+            return loader.load().await;
+        };
+        // The profile's region, endpoint and the rest, through the standard chain.
+        let config = loader.profile_name(profile).load().await;
+        // Its credentials, though, even over AWS_ACCESS_KEY_ID (the standard chain reads the
+        // environment first): naming a profile means acting as it, as with the AWS CLI.
+        let provider_config = ProviderConfig::default()
+            .with_http_client(http_client)
+            .with_region(config.region().cloned())
+            .with_behavior_version(Some(BehaviorVersion::latest()));
+        let credentials = ProfileFileCredentialsProvider::builder()
+            .configure(&provider_config)
+            .profile_name(profile)
+            .build();
+        config
+            .into_builder()
+            .credentials_provider(SharedCredentialsProvider::new(credentials))
+            .build()
     }
 
     pub fn tables(&self) -> TableNames {
@@ -70,9 +213,9 @@ impl EndpointArgs {
         }
     }
 
-    pub fn ledger(&self) -> Result<DynamoLedger, EndpointError> {
+    pub async fn ledger(&self) -> Result<DynamoLedger, EndpointError> {
         Ok(DynamoLedger::new(
-            lineup::aws::dynamodb(&self.aws_settings()?),
+            self.aws_target().await?.dynamodb(),
             self.tables(),
         ))
     }
@@ -104,4 +247,43 @@ pub fn dynamodb_streams(settings: &AwsSettings) -> aws_sdk_dynamodbstreams::Clie
         config = config.endpoint_url(endpoint);
     }
     aws_sdk_dynamodbstreams::Client::from_conf(config.build())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::commands::{Cli, Command, EventAction};
+
+    fn show(args: &[&str]) -> Result<super::EndpointArgs, clap::Error> {
+        let cli = Cli::try_parse_from(["lineup", "event", "show", "gala"].iter().chain(args))?;
+        match cli.command {
+            Command::Event {
+                action: EventAction::Show { endpoints, .. },
+            } => Ok(endpoints),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn profile_and_region_go_with_aws_only() {
+        let parsed = show(&["--aws", "--profile", "ops", "--region", "eu-west-1"]).unwrap();
+        assert!(parsed.aws);
+        assert_eq!(parsed.profile.as_deref(), Some("ops"));
+        assert_eq!(parsed.region.as_deref(), Some("eu-west-1"));
+        // Against the local stack a profile or region would be silently ignored: refused.
+        assert!(show(&["--profile", "ops"]).is_err());
+        assert!(show(&["--region", "eu-west-1"]).is_err());
+    }
+
+    #[tokio::test]
+    async fn the_local_stack_needs_no_credentials_or_region_lookup() {
+        let parsed = show(&["--endpoint-url", "http://127.0.0.1:1"]).unwrap();
+        match parsed.aws_target().await.unwrap() {
+            super::AwsTarget::Local(settings) => {
+                assert_eq!(settings.endpoint_url.as_deref(), Some("http://127.0.0.1:1"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -188,6 +188,46 @@ pub async fn close(store: &dyn EventSettingsStore, event: &EventId) -> Result<()
     }
 }
 
+/// How many of an event's seats are on sale, held or sold, as the seat map shows them (a lapsed
+/// hold's seat is on sale again).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SeatCounts {
+    pub available: usize,
+    pub held: usize,
+    pub sold: usize,
+}
+
+impl std::fmt::Display for SeatCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let total = self.available + self.held + self.sold;
+        if total == 0 {
+            return f.write_str("seats: none seeded");
+        }
+        write!(
+            f,
+            "seats: {total} ({} available, {} held, {} sold)",
+            self.available, self.held, self.sold
+        )
+    }
+}
+
+/// Counts the event's seats by status, from the seats table.
+pub async fn seat_counts(
+    ledger: &dyn SeatLedger,
+    event: &EventId,
+    now: SystemTime,
+) -> Result<SeatCounts, AdminError> {
+    let mut counts = SeatCounts::default();
+    for seat in ledger.seat_map(event, now).await? {
+        match seat.status {
+            SeatStatus::Available => counts.available += 1,
+            SeatStatus::Held => counts.held += 1,
+            SeatStatus::Sold => counts.sold += 1,
+        }
+    }
+    Ok(counts)
+}
+
 /// One line per setting, for the operator's terminal. (The pre-queue draw seed is not a
 /// setting: it is never shown before opening.)
 pub fn describe(event: &EventId, settings: &EventSettings) -> String {
@@ -276,5 +316,19 @@ mod tests {
             Err(AdminError::ConflictingTicketLimit)
         ));
         assert!(describe(&EventId::parse("gala").unwrap(), &removed).ends_with("no ticket limit"));
+    }
+
+    #[test]
+    fn seat_counts_read_as_a_sentence() {
+        let counts = SeatCounts {
+            available: 7,
+            held: 2,
+            sold: 1,
+        };
+        assert_eq!(
+            counts.to_string(),
+            "seats: 10 (7 available, 2 held, 1 sold)"
+        );
+        assert_eq!(SeatCounts::default().to_string(), "seats: none seeded");
     }
 }

@@ -67,7 +67,7 @@ fn event_id(raw: &str) -> Result<EventId, Failure> {
 async fn seed(args: SeedArgs) -> Result<(), Failure> {
     let event = event_id(&args.event)?;
     let seats = args.venue.layout()?;
-    let ledger = args.endpoints.ledger()?;
+    let ledger = args.endpoints.ledger().await?;
     if args.create_tables {
         create_tables(ledger.client(), ledger.tables()).await?;
     }
@@ -109,12 +109,17 @@ async fn event(action: EventAction) -> Result<(), Failure> {
         }
         EventAction::Show { event, endpoints } => {
             let event = event_id(&event)?;
+            // The seats are in DynamoDB: with `--aws`, a sign-in or region problem is reported
+            // here, before anything is printed.
+            let ledger = endpoints.ledger().await?;
             let settings = endpoints
                 .queue()?
                 .settings(&event)
                 .await?
                 .ok_or_else(|| format!("no event {event} is configured"))?;
-            (event, settings)
+            println!("{}", event_admin::describe(&event, &settings));
+            println!("{}", event_admin::seat_counts(&ledger, &event, now).await?);
+            return Ok(());
         }
     };
     println!("{}", event_admin::describe(&event, &settings));

@@ -4,7 +4,7 @@
 //! - every route of `template.yaml`, through the same handlers the Lambda functions run
 //!   ([`api_gateway`], [`routes`]; the caller comes from an UNVERIFIED bearer JWT,
 //!   [`unverified_jwt`]);
-//! - the waiting-room page from `web/`;
+//! - the waiting-room page ([`page`]: `web/`, compiled in);
 //! - `/dev/info`, a simulated payment provider (`/dev/payments`, [`payment_provider`]) and a
 //!   ticket desk consuming the ticket queue (`/dev/tickets`, [`ticket_desk`]).
 //!
@@ -12,6 +12,7 @@
 //! ([`crate::outbox_pump`]). Ctrl-C stops all of it, and the services it started.
 
 pub mod api_gateway;
+pub mod page;
 pub mod payment_provider;
 pub mod routes;
 pub mod schedules;
@@ -47,7 +48,7 @@ use tower_http::services::ServeDir;
 
 use crate::endpoints::{self, LOCAL_MOTO_PORT, LOCAL_REDIS_PORT};
 use crate::event_admin::{self, SettingsChange};
-use crate::local_stack::{LocalStack, StackError, StackPorts};
+use crate::local_stack::{CacheDir, LocalStack, StackError, StackPorts};
 use crate::outbox_pump::{self, OutboxPump, PumpError};
 use crate::venue::{self, VenueError};
 use api_gateway::{error, Functions};
@@ -95,9 +96,14 @@ pub struct DevArgs {
     /// The share of payments whose webhook the simulated provider sends twice at once.
     #[arg(long, default_value_t = 0.1)]
     pub duplicate_webhooks: f64,
-    /// Where the waiting-room page is (default: `web/` of this checkout).
+    /// Serve the waiting-room page from this directory (e.g. `web`, to edit it without
+    /// rebuilding) instead of the copy compiled into the binary.
     #[arg(long)]
     pub web_dir: Option<PathBuf>,
+    /// Where the moto venv, the installer scripts and the services' logs are kept between runs
+    /// (default: $XDG_CACHE_HOME/lineup, else ~/.cache/lineup).
+    #[arg(long, env = "LINEUP_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -162,16 +168,8 @@ pub struct TablesInfo {
     pub outbox: String,
 }
 
-/// The checkout this binary was built from (for `scripts/` and `web/`).
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
 pub async fn run(args: DevArgs) -> Result<(), DevError> {
-    let repo = repo_root();
+    let cache = CacheDir::resolve(args.cache_dir.as_deref())?;
     let event = EventId::parse(&args.event).map_err(|_| DevError::EventId(args.event.clone()))?;
     let seats = args.venue.layout()?;
     let signing_key = SigningKey::new(secret_from_env("LINEUP_SIGNING_KEY", DEV_SIGNING_KEY))
@@ -201,13 +199,13 @@ pub async fn run(args: DevArgs) -> Result<(), DevError> {
         moto: args.moto_port,
     };
     let stack = tokio::select! {
-        stack = LocalStack::start(&repo, &ports) => stack?,
+        stack = LocalStack::start(&cache, &ports) => stack?,
         // Dropping the half-started stack kills what it had started.
         () = stop.requested() => return Ok(()),
     };
     // From here on the stack is stopped whatever happens.
     let prepared = tokio::select! {
-        prepared = prepare(&args, &repo, &stack, event, &seats, signing_key, webhook_secret) => Some(prepared),
+        prepared = prepare(&args, &stack, event, &seats, signing_key, webhook_secret) => Some(prepared),
         () = stop.requested() => None,
     };
     let outcome = match prepared {
@@ -262,7 +260,6 @@ struct Prepared {
 /// and starts the background loops.
 async fn prepare(
     args: &DevArgs,
-    repo: &Path,
     stack: &LocalStack,
     event: EventId,
     seats: &[lineup::ledger::NewSeat],
@@ -317,6 +314,7 @@ async fn prepare(
             line: line.clone(),
             key: signing_key.clone().into(),
             clock: Arc::new(SystemClock),
+            required_claim: None,
         },
         hold: HoldApi {
             ledger: Arc::new(ledger.clone()),
@@ -375,9 +373,8 @@ async fn prepare(
     background.spawn(pump.run());
     background.spawn(desk.clone().consume(sqs, ticket_queue_url));
 
-    let web_dir = args.web_dir.clone().unwrap_or_else(|| repo.join("web"));
     Ok(Prepared {
-        app: router(functions, provider, desk, info, &web_dir)?,
+        app: router(functions, provider, desk, info, args.web_dir.as_deref())?,
         background,
         event,
     })
@@ -432,7 +429,7 @@ fn router(
     provider: payment_provider::PaymentProvider,
     desk: ticket_desk::TicketDesk,
     info: DevInfo,
-    web_dir: &Path,
+    web_dir: Option<&Path>,
 ) -> Result<Router, DevError> {
     let mut api = Router::new();
     for route in routes::routes() {
@@ -465,16 +462,20 @@ fn router(
             get(|State(info): State<Arc<DevInfo>>| async move { Json((*info).clone()) }),
         )
         .with_state(Arc::new(info));
-    let page = ServeDir::new(web_dir)
-        .call_fallback_on_method_not_allowed(true)
-        .fallback(route_not_found.into_service());
-    Ok(Router::new()
+    let app = Router::new()
         .merge(api)
         .merge(payments)
         .merge(tickets)
         .merge(info)
-        .method_not_allowed_fallback(route_not_found)
-        .fallback_service(page))
+        .method_not_allowed_fallback(route_not_found);
+    Ok(match web_dir {
+        None => app.fallback(page::serve),
+        Some(web_dir) => app.fallback_service(
+            ServeDir::new(web_dir)
+                .call_fallback_on_method_not_allowed(true)
+                .fallback(route_not_found.into_service()),
+        ),
+    })
 }
 
 /// Ctrl-C (SIGINT) or SIGTERM.

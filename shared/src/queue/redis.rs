@@ -1,6 +1,8 @@
-//! The Redis adapter for every queue port. Each operation is exactly one round trip: one Lua
-//! script (EVALSHA, loaded on first use) that checks and changes atomically, with all of the
-//! event's keys under one hash tag. No "read, then write" from Rust.
+//! The Redis adapter for every queue port. Each customer-facing and admission operation is exactly
+//! one round trip: one Lua script (EVALSHA, loaded on first use) that checks and changes
+//! atomically, with all of the event's keys under one hash tag. No "read, then write" from Rust.
+//! The operator's `configure` and `close` make a second call, to the open-events set, which lives
+//! outside every event's hash slot (a cluster cannot touch both in one script).
 //!
 //! The pre-queue draw: a customer who joins before opening is scored by `join.lua` from the
 //! event's `draw_seed` and the customer id alone (SHA-1, 52 bits, negated), not by a fresh random

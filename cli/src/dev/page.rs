@@ -1,0 +1,131 @@
+//! The waiting-room page (`web/`), compiled into the binary so that `lineup dev` serves it
+//! wherever the binary is and wherever it is started from. Three files, each named here with its
+//! content type: plainer than an embedding crate, and a test keeps this list and `web/` equal,
+//! so a file added there cannot be silently left out. (`lineup dev --web-dir web` serves the
+//! files from disk instead, for editing the page without rebuilding.)
+
+use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+
+/// One file of the page.
+#[derive(Debug)]
+pub struct Asset {
+    /// The request path.
+    pub path: &'static str,
+    pub content_type: &'static str,
+    pub body: &'static [u8],
+}
+
+/// Every file of `web/`, as built.
+pub const ASSETS: &[Asset] = &[
+    Asset {
+        path: "/index.html",
+        content_type: "text/html; charset=utf-8",
+        body: include_bytes!("../../../web/index.html"),
+    },
+    Asset {
+        path: "/app.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/app.js"),
+    },
+    Asset {
+        path: "/style.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_bytes!("../../../web/style.css"),
+    },
+];
+
+/// The asset a path names (`/` is the page itself).
+pub fn asset(path: &str) -> Option<&'static Asset> {
+    let path = if path == "/" { "/index.html" } else { path };
+    ASSETS.iter().find(|asset| asset.path == path)
+}
+
+/// Serves the page's files to GET and HEAD; anything else gets `not_found`'s answer, in the same
+/// shape as the API's unknown routes.
+pub async fn serve(method: Method, uri: Uri) -> Response {
+    match asset(uri.path()) {
+        Some(asset) if method == Method::GET || method == Method::HEAD => (
+            StatusCode::OK,
+            [
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(asset.content_type),
+                ),
+                // A rebuilt binary may serve another page: browsers revalidate every load.
+                (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            ],
+            asset.body,
+        )
+            .into_response(),
+        _ => super::route_not_found().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn every_file_of_web_is_embedded_as_it_is_on_disk() {
+        let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("../web");
+        let on_disk: BTreeSet<String> = std::fs::read_dir(&web)
+            .unwrap()
+            .map(|entry| format!("/{}", entry.unwrap().file_name().to_string_lossy()))
+            .collect();
+        let embedded: BTreeSet<String> = ASSETS.iter().map(|a| a.path.to_owned()).collect();
+        assert_eq!(embedded, on_disk, "web/ and page::ASSETS differ");
+        for asset in ASSETS {
+            let file = std::fs::read(web.join(&asset.path[1..])).unwrap();
+            assert_eq!(asset.body, file.as_slice(), "{}", asset.path);
+        }
+    }
+
+    #[test]
+    fn paths_map_to_their_files_and_types() {
+        assert_eq!(asset("/").unwrap().path, "/index.html");
+        assert!(asset("/app.js")
+            .unwrap()
+            .content_type
+            .starts_with("text/javascript"));
+        assert!(asset("/style.css")
+            .unwrap()
+            .content_type
+            .starts_with("text/css"));
+        assert!(asset("/index.html")
+            .unwrap()
+            .body
+            .starts_with(b"<!doctype html>"));
+        for missing in ["/nope.js", "/web/app.js", "//app.js", "/app.js/"] {
+            assert!(asset(missing).is_none(), "{missing}");
+        }
+    }
+
+    #[tokio::test]
+    async fn only_get_and_head_are_served() {
+        let uri: Uri = "/app.js".parse().unwrap();
+        let ok = serve(Method::GET, uri.clone()).await;
+        assert_eq!(ok.status(), StatusCode::OK);
+        assert_eq!(
+            ok.headers()[header::CONTENT_TYPE],
+            "text/javascript; charset=utf-8"
+        );
+        assert_eq!(
+            serve(Method::HEAD, uri.clone()).await.status(),
+            StatusCode::OK
+        );
+        assert_eq!(
+            serve(Method::POST, uri).await.status(),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            serve(Method::GET, "/missing.png".parse().unwrap())
+                .await
+                .status(),
+            StatusCode::NOT_FOUND
+        );
+    }
+}
