@@ -31,12 +31,8 @@ impl AwsSettings {
 
 impl AwsSettings {
     /// From the variables Lambda sets (`AWS_REGION`, `AWS_ACCESS_KEY_ID`,
-    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), plus `AWS_ENDPOINT_URL` when present.
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(&|name: &str| std::env::var(name).ok())
-    }
-
-    /// The same, from any lookup: tests pass a map instead of touching the process environment.
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), plus `AWS_ENDPOINT_URL` when present, looked
+    /// up through `lookup` (the function's config reads the environment; tests pass a map).
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let var = |name: &'static str| lookup(name).filter(|value| !value.is_empty());
         let required = |name: &'static str| var(name).ok_or(ConfigError::Missing(name));

@@ -1,6 +1,7 @@
 //! Settings a function reads from its environment, once, at cold start: a bad setting stops the
 //! function before it takes a request instead of failing mid-request. Nothing else in Lineup
-//! reads the environment.
+//! reads the environment (but [`crate::logging`], for the log level and format Lambda sets): the
+//! parts below (`AwsSettings`, `TableNames`, `PublisherConfig`) only parse a lookup they are given.
 //!
 //! Each function has its own settings type and reads only what it uses, so each is given only
 //! what it uses: a function that never signs anything is never handed the signing key.
@@ -13,7 +14,7 @@
 //! | `confirm` | [`ConfirmConfig`]: Redis, the tables, the webhook secret |
 //! | `admit` | [`AdmitConfig`]: Redis, its tick and run time |
 //! | `expire` | [`ExpireConfig`]: Redis, the tables |
-//! | `outbox-stream` | [`crate::outbox::sqs::PublisherConfig`]: the ticket queue |
+//! | `outbox-stream` | [`OutboxStreamConfig`]: the ticket queue, how to reach SQS |
 //!
 //! Secrets come from Secrets Manager (`*_SECRET_ARN`) or, locally, as literals (see
 //! [`crate::secrets::source`]).
@@ -319,6 +320,27 @@ impl ExpireConfig {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
             ledger: LedgerConfig::from_lookup(lookup)?,
+        })
+    }
+}
+
+/// `outbox-stream`: the ticket queue and how to reach SQS (`AWS_ENDPOINT_URL` points it at moto
+/// or LocalStack).
+#[derive(Debug, Clone)]
+pub struct OutboxStreamConfig {
+    pub publisher: crate::outbox::sqs::PublisherConfig,
+    pub aws: AwsSettings,
+}
+
+impl OutboxStreamConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            publisher: crate::outbox::sqs::PublisherConfig::from_lookup(lookup)?,
+            aws: AwsSettings::from_lookup(lookup)?,
         })
     }
 }

@@ -2,7 +2,8 @@
 //! FIFO ticket queue and reports the records to retry (`ReportBatchItemFailures`).
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use lineup::outbox::sqs::{PublisherConfig, SqsPublisher};
+use lineup::config::OutboxStreamConfig;
+use lineup::outbox::sqs::SqsPublisher;
 use lineup::outbox::stream::handle;
 
 #[tokio::main]
@@ -10,10 +11,9 @@ async fn main() -> Result<(), Error> {
     lineup::logging::init();
     // A missing queue URL stops the function here, before it takes a batch; the runtime reports
     // the error, naming the variable.
-    let config = PublisherConfig::from_env()?;
-    // Honours AWS_ENDPOINT_URL, so the same binary runs against LocalStack or moto.
-    let aws = lineup::aws::AwsSettings::from_env()?;
-    let publisher = SqsPublisher::new(lineup::aws::sqs(&aws), config.queue_url);
+    // AWS_ENDPOINT_URL is honoured, so the same binary runs against LocalStack or moto.
+    let config = OutboxStreamConfig::from_env()?;
+    let publisher = SqsPublisher::new(lineup::aws::sqs(&config.aws), config.publisher.queue_url);
     let publisher = &publisher;
     run(service_fn(
         move |event: LambdaEvent<serde_json::Value>| async move { handle(publisher, event).await },

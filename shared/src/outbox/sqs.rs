@@ -8,7 +8,7 @@ use super::{OutboxEvent, TicketPublisher};
 use crate::config::ConfigError;
 use crate::LineupError;
 
-/// What `outbox-stream` reads from its environment at cold start.
+/// The ticket queue `outbox-stream` publishes to, read at cold start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublisherConfig {
     /// The URL of the FIFO ticket queue (`...fifo`), from `TICKET_QUEUE_URL`.
@@ -18,11 +18,7 @@ pub struct PublisherConfig {
 impl PublisherConfig {
     pub const QUEUE_URL: &'static str = "TICKET_QUEUE_URL";
 
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
-    /// The same, from any lookup: tests pass a map instead of touching the process environment.
+    /// From a lookup of the environment ([`crate::config::OutboxStreamConfig`] passes it).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let queue_url = lookup(Self::QUEUE_URL)
             .filter(|url| !url.trim().is_empty())

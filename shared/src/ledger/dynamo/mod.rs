@@ -3,9 +3,9 @@
 //! Three tables (see [`tables`] for their keys and why):
 //! - seats: one item per seat, keyed by event and seat, so an on-sale's writes spread over as
 //!   many partitions as it has seats and no item is written by every hold;
-//! - orders: orders, plus the small records that make rules atomic (one open hold per customer
-//!   per event; one answer per payment idempotency key), in the same table so a transaction can
-//!   write them together;
+//! - orders: orders, plus the small records that make rules atomic conditions: one open hold per
+//!   customer per event (`HOLD#`), one answer per idempotency key (`IDEMPOTENCY#`), one order per
+//!   payment (`PAYMENT#`), the seats a customer bought (`TICKETS#`, for the ticket limit);
 //! - outbox: events for `outbox-stream`, written in the same transaction as the sale.
 
 pub mod confirm;
@@ -22,7 +22,7 @@ use aws_sdk_dynamodb::Client;
 
 use crate::LineupError;
 
-/// The table names, from the environment (`SEATS_TABLE`, `ORDERS_TABLE`, `OUTBOX_TABLE`).
+/// The table names (`SEATS_TABLE`, `ORDERS_TABLE`, `OUTBOX_TABLE` in a function's environment).
 #[derive(Debug, Clone)]
 pub struct TableNames {
     pub seats: String,
@@ -35,10 +35,6 @@ pub struct TableNames {
 pub struct MissingTable(pub &'static str);
 
 impl TableNames {
-    pub fn from_env() -> Result<Self, MissingTable> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, MissingTable> {
         let required = |name: &'static str| {
             lookup(name)
@@ -86,15 +82,6 @@ impl DynamoLedger {
     /// The DynamoDB client it uses (for seeding and operator commands on the same tables).
     pub fn client(&self) -> &Client {
         &self.client
-    }
-
-    /// The ledger as a function builds it at cold start: table names and AWS settings from the
-    /// environment (`AWS_ENDPOINT_URL` points it at LocalStack or moto).
-    pub fn from_env() -> Result<Self, crate::config::ConfigError> {
-        let tables = TableNames::from_env()
-            .map_err(|MissingTable(name)| crate::config::ConfigError::Missing(name))?;
-        let aws = crate::aws::AwsSettings::from_env()?;
-        Ok(Self::new(crate::aws::dynamodb(&aws), tables))
     }
 }
 

@@ -5,10 +5,10 @@
 //!   contend, and a hot on-sale spreads over the table. The seat map reads GSI `seat_map`
 //!   (`map_shard` = `<eventId>#<0..8>`, `seat_id`): eight keys per event, not one hot key.
 //! - orders `pk` = `ORDER#<id>` | `HOLD#<event>#<customer>` | `IDEMPOTENCY#<key>` |
-//!   `PAYMENT#<paymentId>` | `TICKETS#<event>#<customer>`: each record its own partition; one
-//!   table so a transaction can write an order with its lock, its idempotency and payment
-//!   records, and the customer's count of seats bought (the ticket limit's). Sparse GSI `pending_by_expiry` (`pending_shard`, `expires_at`) holds
-//!   only PENDING orders, so the expiry sweep reads nothing else.
+//!   `PAYMENT#<paymentId>` | `TICKETS#<event>#<customer>`: each record its own partition. They
+//!   share a table because they share a lifecycle, permissions and capacity (transactions could
+//!   span tables; see docs/decisions/0007). Sparse GSI `pending_by_expiry` (`pending_shard`,
+//!   `expires_at`) holds only PENDING orders, so the expiry sweep reads nothing else.
 //! - outbox `outboxId`, with a stream (new images) feeding `outbox-stream`.
 
 use aws_sdk_dynamodb::types::{
