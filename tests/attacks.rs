@@ -228,6 +228,36 @@ async fn money_that_cannot_buy_its_order_is_recorded_for_refund_once() {
     assert_eq!(tickets, 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_repeated_or_late_payment_never_ends_a_newer_admission() {
+    logs();
+    let sale = OnSale::with_seats(4).await;
+    let alice = customer(1);
+    let token = sale.admit(std::slice::from_ref(&alice)).await.remove(0);
+    let (first, amount) = held(&sale.hold(&alice, &token, &[seat(1)]).await);
+    let payment = payment_body(&first, "pay_first", amount);
+    assert_eq!(body(&webhook(&sale, &first, &payment).await)["status"], "PAID");
+    assert!(!sale.is_admitted(&alice).await, "paying ends that admission");
+
+    // Alice joins again to buy more; the provider redelivers the first payment (a new key), and
+    // someone replays it within its five minutes: her new admission stays.
+    let token = readmit(&sale, &alice).await;
+    for _ in 0..2 {
+        let again = webhook(&sale, &first, &payment).await;
+        assert_eq!(body(&again)["status"], "PAID");
+        assert!(sale.is_admitted(&alice).await, "a repeated payment ended a newer admission");
+    }
+
+    // A hold under the new admission lapses; she joins again; the late payment of the lapsed
+    // order still sells (nobody took the seat) but ends only the admission it was held under.
+    let (second, amount) = held(&sale.hold(&alice, &token, &[seat(2)]).await);
+    sale.clock.advance(HOLD_DURATION + Duration::from_secs(1));
+    readmit(&sale, &alice).await;
+    let late = webhook(&sale, &second, &payment_body(&second, "pay_late", amount)).await;
+    assert_eq!(body(&late)["status"], "PAID");
+    assert!(sale.is_admitted(&alice).await, "a late payment ended a newer admission");
+}
+
 /// Sets the event's ticket limit, keeping its other settings.
 async fn limit_tickets(sale: &OnSale, limit: u32) {
     let settings = sale

@@ -92,7 +92,10 @@ async fn the_whole_queue_cycle_works_on_a_cluster_across_shards() {
         )
         .await
         .expect("token accepted");
-        assert!(queue.release_admission(event, &customer(0)).await.unwrap());
+        assert!(queue
+            .end_admission(event, &customer(0), expires_at)
+            .await
+            .unwrap());
         assert!(access_token::check_admitted(
             &signing_key().into(),
             queue.as_ref(),

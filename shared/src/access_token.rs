@@ -156,7 +156,14 @@ pub async fn check_admitted(
     now: SystemTime,
 ) -> Result<LiveAdmission, LineupError> {
     let token = token.ok_or(TokenRejection::Missing)?;
-    let verified = verify(&keys.ring(), token, event, caller, now)?;
+    let verified = match verify(&keys.ring(), token, event, caller, now) {
+        // Signed by a key this instance has not fetched yet (a rotation reaching instances at
+        // different times): fetch, and check once more.
+        Err(TokenRejection::BadSignature) if keys.refresh_after_miss().await => {
+            verify(&keys.ring(), token, event, caller, now)?
+        }
+        checked => checked?,
+    };
     registry
         .live_admission(event, caller, verified.expires_at, now)
         .await?

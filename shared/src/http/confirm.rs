@@ -61,8 +61,15 @@ async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
     let now = api.clock.now();
     // Size, then authenticity: nothing about an unsigned request is looked at.
     let body = request::body_within(request, webhook_signature::MAX_BODY)?;
-    api.secret
-        .verify(request::header(request, SIGNATURE_HEADER), body, now)?;
+    let signature = request::header(request, SIGNATURE_HEADER);
+    if let Err(refused) = api.secret.verify(signature, body, now) {
+        // Signed with a secret this instance has not fetched yet (the provider switched after a
+        // rotation): fetch, and check once more. At most once per interval per instance.
+        if !api.secret.refresh_after_miss().await {
+            return Err(refused);
+        }
+        api.secret.verify(signature, body, now)?;
+    }
     let order_id = OrderId::parse(request::path_parameter(request, "orderId")?)?;
     let idempotency_key = request::header(request, IDEMPOTENCY_HEADER)
         .filter(|key| (1..=255).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic()))
@@ -107,7 +114,8 @@ async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
         currency: payment.currency,
         now,
     };
-    let (order, answer) = api.ledger.confirm(&confirmation).await?;
+    let confirmed = api.ledger.confirm(&confirmation).await?;
+    let (order, answer) = (&confirmed.order, &confirmed.answer);
     let outcome = match answer.status {
         OrderStatus::Paid => "PAID",
         _ => "REFUND_REQUIRED",
@@ -117,16 +125,22 @@ async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
         &[("Confirms", 1.0, crate::metrics::Unit::Count)],
     );
 
-    if answer.status == OrderStatus::Paid {
-        // The customer is done shopping: free their slot for the next in the queue now. If Redis
-        // is briefly unreachable the slot simply lapses at its expiry; the sale stands.
+    // The customer is done shopping under the admission the seats were held with: free that
+    // slot for the next in the queue now. Only when this request settled the order (a replay
+    // must not end a newer admission), and only that admission (never a newer one, nor a place
+    // in the queue after joining again). If Redis is briefly unreachable the slot simply lapses
+    // at its expiry; the sale stands.
+    let admission = order
+        .admission_expires_at
+        .filter(|_| confirmed.settled_now && answer.status == OrderStatus::Paid);
+    if let Some(expires_at) = admission {
         if let Err(error) = api
             .admissions
-            .release_admission(&order.event_id, &order.customer_id)
+            .end_admission(&order.event_id, &order.customer_id, expires_at)
             .await
         {
-            tracing::warn!(order = %order.order_id, error = %error, source = ?std::error::Error::source(&error), "could not release the admission; it will lapse");
+            tracing::warn!(order = %order.order_id, error = %error, source = ?std::error::Error::source(&error), "could not end the admission; it will lapse");
         }
     }
-    Ok(response::json(StatusCode::OK, &answer, None))
+    Ok(response::json(StatusCode::OK, answer, None))
 }

@@ -187,6 +187,7 @@ async fn hold(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lineup
             customer,
             seats,
             ticket_limit: admission.ticket_limit,
+            admission_expires_at: admission.expires_at,
             now,
         })
         .await;

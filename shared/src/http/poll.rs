@@ -28,7 +28,7 @@ async fn route(api: &QueueApi, request: &Request) -> Result<Response<Body>, Line
 }
 
 /// The caller, the event and the queue id, with the queue id checked to be the caller's own.
-fn own_entry(
+async fn own_entry(
     api: &QueueApi,
     request: &Request,
 ) -> Result<(CustomerId, EventId, QueueId), LineupError> {
@@ -36,14 +36,18 @@ fn own_entry(
     request::body_within(request, request::NO_INPUT_BODY_LIMIT)?;
     let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
     let queue_id = QueueId::parse(request::path_parameter(request, "queueId")?)?;
-    if !api.key.is_own_queue_id(&queue_id, &event, &customer) {
+    let own = api.key.is_own_queue_id(&queue_id, &event, &customer)
+        // Made by another instance with a key this one has not fetched yet: fetch, check again.
+        || (api.key.refresh_after_miss().await
+            && api.key.is_own_queue_id(&queue_id, &event, &customer));
+    if !own {
         return Err(LineupError::QueueEntryNotFound);
     }
     Ok((customer, event, queue_id))
 }
 
 async fn poll(api: &QueueApi, request: &Request) -> Result<Response<Body>, LineupError> {
-    let (customer, event, queue_id) = own_entry(api, request)?;
+    let (customer, event, queue_id) = own_entry(api, request).await?;
     let now = api.clock.now();
     let standing = api
         .line
@@ -55,7 +59,7 @@ async fn poll(api: &QueueApi, request: &Request) -> Result<Response<Body>, Lineu
 }
 
 async fn leave(api: &QueueApi, request: &Request) -> Result<Response<Body>, LineupError> {
-    let (customer, event, queue_id) = own_entry(api, request)?;
+    let (customer, event, queue_id) = own_entry(api, request).await?;
     if api.line.leave(&event, &customer).await? {
         tracing::info!(event = %event, queue_id = %queue_id, "left the queue");
         Ok(response::no_content())

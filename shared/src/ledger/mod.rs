@@ -97,6 +97,9 @@ pub struct Order {
     /// The event's per-customer ticket limit when the seats were held (checked again when the
     /// order is paid, so a late payment cannot pass it either).
     pub ticket_limit: Option<u32>,
+    /// The end of the admission the seats were held under (its score in the active set): paying
+    /// ends that admission, and only that one.
+    pub admission_expires_at: Option<SystemTime>,
 }
 
 impl Order {
@@ -119,6 +122,8 @@ pub struct HoldRequest {
     /// At most this many seats per customer for the event: the seats they bought plus this
     /// hold's. `None`: no limit.
     pub ticket_limit: Option<u32>,
+    /// The end of the admission the hold is made under.
+    pub admission_expires_at: SystemTime,
     pub now: SystemTime,
 }
 
@@ -187,14 +192,20 @@ pub trait SeatLedger: Send + Sync {
     async fn release(&self, order: &Order) -> Result<(), LineupError>;
 }
 
+/// What a confirmation did: the order as read, the answer, and whether this request settled it
+/// (a replay or redelivery gets the first answer, `settled_now` false).
+#[derive(Debug, Clone)]
+pub struct Confirmation {
+    pub order: Order,
+    pub answer: ConfirmAnswer,
+    pub settled_now: bool,
+}
+
 #[async_trait]
 pub trait PaymentLedger: Send + Sync {
-    /// Marks the order paid and its seats sold, once per idempotency key, writing the outbox
-    /// event in the same transaction. Returns the first answer on a replay.
-    async fn confirm(
-        &self,
-        payment: &PaymentConfirmation,
-    ) -> Result<(Order, ConfirmAnswer), LineupError>;
+    /// Marks the order paid and its seats sold, once per idempotency key and payment, writing the
+    /// outbox event in the same transaction. Returns the first answer on a replay.
+    async fn confirm(&self, payment: &PaymentConfirmation) -> Result<Confirmation, LineupError>;
 }
 
 #[async_trait]

@@ -87,6 +87,8 @@ pub trait Admitter: Send + Sync {
 /// A live admission, read in the same step as the event's rules that bind the shopping it allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveAdmission {
+    /// When the admission ends (also its score in the active set: what identifies it).
+    pub expires_at: SystemTime,
     /// The event's per-customer ticket limit (`None`: no limit).
     pub ticket_limit: Option<u32>,
 }
@@ -104,11 +106,14 @@ pub trait AdmissionRegistry: Send + Sync {
         now: SystemTime,
     ) -> Result<Option<LiveAdmission>, LineupError>;
 
-    /// Ends the customer's admission (they paid, or gave up), freeing the slot at once.
-    async fn release_admission(
+    /// Ends the admission that expires at `expires_at` (its customer paid), freeing the slot at
+    /// once. Only that admission: a newer one of the same customer, or their place in the queue
+    /// after joining again, is left alone. `false` when it was no longer live.
+    async fn end_admission(
         &self,
         event: &EventId,
         customer: &CustomerId,
+        expires_at: SystemTime,
     ) -> Result<bool, LineupError>;
 }
 

@@ -41,6 +41,7 @@ struct Scripts {
     standing: Script,
     leave: Script,
     is_admitted: Script,
+    end_admission: Script,
     admit_tick: Script,
     close: Script,
 }
@@ -53,6 +54,7 @@ impl Scripts {
             standing: Script::new(include_str!("scripts/standing.lua")),
             leave: Script::new(include_str!("scripts/leave.lua")),
             is_admitted: Script::new(include_str!("scripts/is_admitted.lua")),
+            end_admission: Script::new(include_str!("scripts/end_admission.lua")),
             admit_tick: Script::new(include_str!("scripts/admit_tick.lua")),
             close: Script::new(include_str!("scripts/close.lua")),
         }
@@ -312,6 +314,7 @@ impl AdmissionRegistry for RedisQueue {
         match reply.as_slice() {
             [live] if live == "0" => Ok(None),
             [live, limit] if live == "1" => Ok(Some(LiveAdmission {
+                expires_at,
                 ticket_limit: match limit.as_str() {
                     "" => None,
                     limit => Some(limit.parse().map_err(|_| unexpected(OP, &reply))?),
@@ -321,12 +324,22 @@ impl AdmissionRegistry for RedisQueue {
         }
     }
 
-    async fn release_admission(
+    async fn end_admission(
         &self,
         event: &EventId,
         customer: &CustomerId,
+        expires_at: SystemTime,
     ) -> Result<bool, LineupError> {
-        self.remove_customer(event, customer).await
+        let keys = EventKeys::new(event);
+        let ended: i64 = self
+            .scripts
+            .end_admission
+            .key(&keys.active)
+            .arg(customer.as_str())
+            .arg(unix_millis(expires_at))
+            .invoke_async(&mut self.connection())
+            .await?;
+        Ok(ended == 1)
     }
 }
 

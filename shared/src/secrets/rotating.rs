@@ -6,6 +6,12 @@
 //! Lambda instance serves one request at a time anyway; `lineup dev` and tests serve many.) A
 //! failed refresh keeps the last good keys, logs a warning, and is tried again after
 //! [`RETRY_AFTER_FAILURE`]: requests never fail while a known key is still usable.
+//!
+//! A rotation reaches instances at different times: one that refreshed signs with the new key
+//! while another still knows only the old ones. So a check that finds no matching key (a token
+//! naming an unknown key id, a queue id or webhook signature matching no version) calls
+//! [`Rotating::refresh_after_miss`] and checks once more: the instance fetches at once, at most
+//! once per [`MIN_MISS_REFRESH`], so a flood of forged tokens costs one fetch per half minute.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -20,6 +26,8 @@ pub const REFRESH_AFTER: Duration = Duration::from_secs(5 * 60);
 /// How long after a failed refresh the next one is tried (not on every request: Secrets
 /// Manager being down must not add a timeout to each of them).
 pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(30);
+/// The least time between two fetches forced by a key the cache does not know.
+pub const MIN_MISS_REFRESH: Duration = Duration::from_secs(30);
 
 /// A secret's versions, shared by every request a function serves (cloning shares them).
 pub struct Rotating<K> {
@@ -59,6 +67,9 @@ struct Refresher {
     /// Set while one request refreshes.
     busy: AtomicBool,
     version_id: Mutex<Option<String>>,
+    /// How soon after the last fetch a miss may force another, and when that last fetch was.
+    miss_every: Duration,
+    last_fetch: Mutex<Instant>,
 }
 
 /// Clears `busy` however the refresh ends (also if the request is dropped mid-way).
@@ -113,10 +124,20 @@ impl<K: SecretKey> Rotating<K> {
         }
     }
 
-    /// Fetches the versions now, and again `every` so often.
+    /// Fetches the versions now, and again `every` so often (or after a miss, at most every
+    /// [`MIN_MISS_REFRESH`]).
     pub async fn fetched(
         fetcher: Arc<dyn SecretFetcher>,
         every: Duration,
+    ) -> Result<Self, SecretsError> {
+        Self::fetched_with(fetcher, every, every.min(MIN_MISS_REFRESH)).await
+    }
+
+    /// [`Rotating::fetched`], with the least time between fetches forced by misses.
+    pub async fn fetched_with(
+        fetcher: Arc<dyn SecretFetcher>,
+        every: Duration,
+        miss_every: Duration,
     ) -> Result<Self, SecretsError> {
         let versions = fetcher.fetch().await?;
         let version_id = versions.current_version_id.clone();
@@ -137,6 +158,8 @@ impl<K: SecretKey> Rotating<K> {
                     due: Mutex::new(Instant::now() + every),
                     busy: AtomicBool::new(false),
                     version_id: Mutex::new(version_id),
+                    miss_every,
+                    last_fetch: Mutex::new(Instant::now()),
                 }),
             }),
         })
@@ -149,6 +172,10 @@ impl<K: SecretKey> Rotating<K> {
             return Ok(());
         };
         let versions = refresher.fetcher.fetch().await?;
+        *refresher
+            .last_fetch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
         let version_id = versions.current_version_id.clone();
         let ring = KeyRing::from_versions(refresher.fetcher.secret_id(), versions)?;
         *self
@@ -195,6 +222,41 @@ impl<K: SecretKey> Rotating<K> {
             }
         };
         *refresher.due.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now() + next;
+    }
+}
+
+impl<K: SecretKey> Rotating<K> {
+    /// A check found no matching key: fetches the versions now, unless the last fetch is less
+    /// than the miss interval old or another request is fetching. `true` when the keys were
+    /// fetched again (worth checking once more), `false` otherwise. Never fails.
+    pub async fn refresh_after_miss(&self) -> bool {
+        let Some(refresher) = &self.inner.refresher else {
+            return false;
+        };
+        let last = *refresher
+            .last_fetch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if last.elapsed() < refresher.miss_every || refresher.busy.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        let _busy = Busy(&refresher.busy);
+        // A failed fetch counts too: an outage is not retried on every forged token.
+        *refresher
+            .last_fetch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        match self.refresh().await {
+            Ok(()) => {
+                *refresher.due.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Instant::now() + refresher.every;
+                true
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, source = ?std::error::Error::source(&error), "could not fetch the {} after a miss; keeping the keys in force", K::WHAT);
+                false
+            }
+        }
     }
 }
 
@@ -367,6 +429,8 @@ mod tests {
                     due: Mutex::new(Instant::now()),
                     busy: AtomicBool::new(false),
                     version_id: Mutex::new(None),
+                    miss_every: Duration::ZERO,
+                    last_fetch: Mutex::new(Instant::now()),
                 }),
             }),
         };
@@ -389,6 +453,40 @@ mod tests {
         refreshing.await.unwrap();
         assert_eq!(current(&keys), b"key-2");
         assert_eq!(store.fetches.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_miss_fetches_at_once_but_not_more_often_than_the_miss_interval() {
+        let store = Arc::new(FakeStore::holding(b"key-1"));
+        let hour = Duration::from_secs(3600);
+        // An instance that fetched before the rotation.
+        let eager = Rotating::<TestKey>::fetched_with(store.clone(), hour, Duration::ZERO)
+            .await
+            .unwrap();
+        let limited = Rotating::<TestKey>::fetched_with(store.clone(), hour, hour)
+            .await
+            .unwrap();
+        store.set(Some((b"key-2".to_vec(), Some(b"key-1".to_vec()))));
+        let fetches = store.fetches.load(Ordering::SeqCst);
+
+        assert!(eager.refresh_after_miss().await, "a miss fetches at once");
+        assert_eq!(current(&eager), b"key-2");
+        assert!(
+            !limited.refresh_after_miss().await,
+            "a miss within the interval of the last fetch fetches nothing"
+        );
+        assert_eq!(current(&limited), b"key-1");
+        assert_eq!(store.fetches.load(Ordering::SeqCst), fetches + 1);
+
+        // A failed fetch after a miss keeps the keys and says so.
+        store.set(None);
+        assert!(!eager.refresh_after_miss().await);
+        assert_eq!(current(&eager), b"key-2");
+        assert!(
+            !Rotating::from(TestKey(b"literal".to_vec()))
+                .refresh_after_miss()
+                .await
+        );
     }
 
     #[tokio::test]

@@ -24,7 +24,8 @@ use super::items::{
 use super::{built, condition_failed, store_error, transact, DynamoLedger, TransactionOutcome};
 use crate::clock::{rfc3339, unix_millis};
 use crate::ledger::{
-    ConfirmAnswer, Order, OrderStatus, PaymentConfirmation, PaymentOutcome, SeatStatus,
+    ConfirmAnswer, Confirmation, Order, OrderStatus, PaymentConfirmation, PaymentOutcome,
+    SeatStatus,
 };
 use crate::outbox::{OutboxEvent, OutboxEventKind};
 use crate::{LineupError, PaymentRefused};
@@ -73,7 +74,7 @@ impl DynamoLedger {
     pub(crate) async fn confirm_payment(
         &self,
         payment: &PaymentConfirmation,
-    ) -> Result<(Order, ConfirmAnswer), LineupError> {
+    ) -> Result<Confirmation, LineupError> {
         let order = self
             .read_order(&payment.order_id)
             .await?
@@ -91,7 +92,7 @@ impl DynamoLedger {
                 TransactionOutcome::Done(()) => {
                     tracing::info!(order = %order.order_id, event = %order.event_id, payment = %payment.payment_id, outcome = ?outcome, "payment confirmed");
                     self.after_settlement(&order, outcome).await;
-                    return answer(order, outcome);
+                    return answer(order, outcome, true);
                 }
                 TransactionOutcome::Cancelled(reasons) => reasons,
             };
@@ -128,7 +129,7 @@ impl DynamoLedger {
         payment: &PaymentConfirmation,
         order: &Order,
         reasons: &[CancellationReason],
-    ) -> Result<Option<Result<(Order, ConfirmAnswer), LineupError>>, LineupError> {
+    ) -> Result<Option<Result<Confirmation, LineupError>>, LineupError> {
         if reasons.get(IDEMPOTENCY_ITEM).is_some_and(condition_failed) {
             let record: IdempotencyItem = self
                 .stored(idempotency_key(&payment.idempotency_key))
@@ -136,7 +137,7 @@ impl DynamoLedger {
             if record.request_digest != payment.request_digest {
                 return Ok(Some(Err(PaymentRefused::IdempotencyKeyReused.into())));
             }
-            return Ok(Some(answer(order.clone(), record.outcome)));
+            return Ok(Some(answer(order.clone(), record.outcome, false)));
         }
         if reasons.get(PAYMENT_ITEM).is_some_and(condition_failed) {
             let record: PaymentItem = self.stored(payment_key(&payment.payment_id)).await?;
@@ -147,7 +148,7 @@ impl DynamoLedger {
                 tracing::warn!(payment = %payment.payment_id, order = %order.order_id, first_order = %record.order_id, "a payment was presented for a second order");
                 return Ok(Some(Err(PaymentRefused::PaymentAlreadyUsed.into())));
             }
-            return Ok(Some(answer(order.clone(), record.outcome)));
+            return Ok(Some(answer(order.clone(), record.outcome, false)));
         }
         Ok(None)
     }
@@ -159,13 +160,13 @@ impl DynamoLedger {
         payment: &PaymentConfirmation,
         order: &Order,
         outcome: PaymentOutcome,
-    ) -> Result<(Order, ConfirmAnswer), LineupError> {
+    ) -> Result<Confirmation, LineupError> {
         let mut items = self.payment_records(payment, order, outcome)?;
         items.push(self.refund_event(payment, order, Vec::new(), payment.amount)?);
         match transact(&self.client, items).await? {
             TransactionOutcome::Done(()) => {
                 tracing::warn!(order = %order.order_id, payment = %payment.payment_id, outcome = ?outcome, "payment cannot buy the order; refund recorded");
-                answer(order.clone(), outcome)
+                answer(order.clone(), outcome, true)
             }
             TransactionOutcome::Cancelled(reasons) => self
                 .seen_before(payment, order, &reasons)
@@ -419,7 +420,11 @@ fn refund_outbox_id(payment: &PaymentConfirmation) -> String {
 }
 
 /// The answer to the provider for an outcome: 200 with the order's status, or the refusal.
-fn answer(order: Order, outcome: PaymentOutcome) -> Result<(Order, ConfirmAnswer), LineupError> {
+fn answer(
+    order: Order,
+    outcome: PaymentOutcome,
+    settled_now: bool,
+) -> Result<Confirmation, LineupError> {
     let status = match outcome {
         PaymentOutcome::Paid => OrderStatus::Paid,
         PaymentOutcome::RefundRequired => OrderStatus::RefundRequired,
@@ -435,7 +440,11 @@ fn answer(order: Order, outcome: PaymentOutcome) -> Result<(Order, ConfirmAnswer
         order_id: order.order_id.as_str().to_owned(),
         status,
     };
-    Ok((order, answer))
+    Ok(Confirmation {
+        order,
+        answer,
+        settled_now,
+    })
 }
 
 fn unexpected(reasons: &[CancellationReason]) -> LineupError {

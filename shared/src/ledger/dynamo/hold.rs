@@ -75,6 +75,7 @@ impl DynamoLedger {
             pending_shard: Some(pending_shard(&order_id)),
             payment_id: None,
             ticket_limit: request.ticket_limit,
+            admission_expires_at: Some(unix_millis(request.admission_expires_at)),
         };
         let put_order = Put::builder()
             .table_name(&self.tables.orders)

@@ -173,6 +173,9 @@ pub(crate) struct OrderItem {
     /// The event's per-customer ticket limit when the seats were held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ticket_limit: Option<u32>,
+    /// The end of the admission the seats were held under, Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission_expires_at: Option<u64>,
 }
 
 pub(crate) fn pending_shard(order: &OrderId) -> String {
@@ -204,6 +207,7 @@ impl OrderItem {
             status: self.status,
             expires_at: from_unix_millis(self.expires_at),
             ticket_limit: self.ticket_limit,
+            admission_expires_at: self.admission_expires_at.map(from_unix_millis),
         })
     }
 }

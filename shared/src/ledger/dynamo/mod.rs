@@ -243,7 +243,7 @@ mod ports {
     use super::DynamoLedger;
     use crate::ids::{EventId, OrderId};
     use crate::ledger::{
-        ConfirmAnswer, HoldRequest, HoldSweeper, Order, PaymentConfirmation, PaymentLedger, Seat,
+        Confirmation, HoldRequest, HoldSweeper, Order, PaymentConfirmation, PaymentLedger, Seat,
         SeatLedger, SweepReport,
     };
     use crate::LineupError;
@@ -279,7 +279,7 @@ mod ports {
         async fn confirm(
             &self,
             payment: &PaymentConfirmation,
-        ) -> Result<(Order, ConfirmAnswer), LineupError> {
+        ) -> Result<Confirmation, LineupError> {
             self.confirm_payment(payment).await
         }
     }
