@@ -419,6 +419,35 @@ async fn a_late_payment_cannot_pass_the_ticket_limit_either() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn holds_made_before_a_limit_was_set_cannot_be_paid_past_it() {
+    logs();
+    let sale = OnSale::with_seats(8).await;
+    let scalper = customer(9);
+    // No limit yet: three holds of two seats, each left to lapse before the next.
+    let mut lapsed = Vec::new();
+    for n in 0..3 {
+        let token = readmit(&sale, &scalper).await;
+        lapsed.push(held(
+            &sale
+                .hold(&scalper, &token, &[seat(2 * n + 1), seat(2 * n + 2)])
+                .await,
+        ));
+        sale.clock.advance(HOLD_DURATION + Duration::from_secs(1));
+    }
+    // The operator sets a limit of 2; the scalper pays all three late.
+    limit_tickets(&sale, 2).await;
+    let mut statuses = Vec::new();
+    for (order, amount) in &lapsed {
+        statuses.push(body(&sale.pay(order, *amount).await)["status"].clone());
+    }
+    assert_eq!(
+        statuses,
+        vec![json!("PAID"), json!("REFUND_REQUIRED"), json!("REFUND_REQUIRED")]
+    );
+    assert_eq!(seats_bought_or_held(&sale, &scalper).await, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_hold_larger_than_the_limit_is_refused_before_any_write() {
     logs();
     let sale = OnSale::with_seats(4).await;

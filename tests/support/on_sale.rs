@@ -122,6 +122,7 @@ impl OnSale {
         let confirm_api = ConfirmApi {
             ledger: ledger.clone(),
             admissions: queue.clone(),
+            limits: queue.clone(),
             secret: webhook_secret().into(),
             clock: clock.clone(),
         };

@@ -325,7 +325,8 @@ async fn prepare(
         },
         confirm: ConfirmApi {
             ledger: Arc::new(ledger.clone()),
-            admissions: line,
+            admissions: line.clone(),
+            limits: line,
             secret: webhook_secret.clone().into(),
             clock: Arc::new(SystemClock),
         },

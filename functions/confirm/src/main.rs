@@ -14,9 +14,11 @@ use lineup::webhook_signature::WebhookSecrets;
 async fn main() -> Result<(), Error> {
     lineup::logging::init();
     let config = ConfirmConfig::from_env()?;
+    let queue = Arc::new(RedisQueue::open(&config.redis)?);
     let api = ConfirmApi {
         ledger: Arc::new(config.ledger.ledger()),
-        admissions: Arc::new(RedisQueue::open(&config.redis)?),
+        admissions: queue.clone(),
+        limits: queue,
         secret: WebhookSecrets::load(config.webhook_secret).await?,
         clock: Arc::new(SystemClock),
     };

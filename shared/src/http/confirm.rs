@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use super::{request, response};
 use crate::clock::Clock;
 use crate::ids::{OrderId, PaymentId};
-use crate::ledger::{OrderStatus, PaymentConfirmation, PaymentLedger};
+use crate::ledger::{OrderStatus, PaymentConfirmation, PaymentLedger, TicketLimits};
 use crate::queue::AdmissionRegistry;
 use crate::webhook_signature::{self, WebhookSecrets};
 use crate::{LineupError, PaymentRefused};
@@ -31,6 +31,8 @@ pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
 pub struct ConfirmApi {
     pub ledger: Arc<dyn PaymentLedger>,
     pub admissions: Arc<dyn AdmissionRegistry>,
+    /// The events' ticket limits now (the queue store's settings).
+    pub limits: Arc<dyn TicketLimits>,
     pub secret: WebhookSecrets,
     pub clock: Arc<dyn Clock>,
 }
@@ -114,7 +116,10 @@ async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
         currency: payment.currency,
         now,
     };
-    let confirmed = api.ledger.confirm(&confirmation).await?;
+    let confirmed = api
+        .ledger
+        .confirm(&confirmation, api.limits.as_ref())
+        .await?;
     let (order, answer) = (&confirmed.order, &confirmed.answer);
     let outcome = match answer.status {
         OrderStatus::Paid => "PAID",

@@ -201,11 +201,33 @@ pub struct Confirmation {
     pub settled_now: bool,
 }
 
+/// The per-customer ticket limit an event has now (operators may set or lower it mid-sale). A
+/// sale is checked against the stricter of this and the limit its seats were held under, so
+/// seats held before a limit was set cannot be paid past it later.
+#[async_trait]
+pub trait TicketLimits: Send + Sync {
+    async fn ticket_limit(&self, event: &EventId) -> Result<Option<u32>, LineupError>;
+}
+
 #[async_trait]
 pub trait PaymentLedger: Send + Sync {
     /// Marks the order paid and its seats sold, once per idempotency key and payment, writing the
-    /// outbox event in the same transaction. Returns the first answer on a replay.
-    async fn confirm(&self, payment: &PaymentConfirmation) -> Result<Confirmation, LineupError>;
+    /// outbox event in the same transaction, within the stricter of the order's ticket limit and
+    /// the event's limit now (`limits`; if it cannot be read, the order's). Returns the first
+    /// answer on a replay.
+    async fn confirm(
+        &self,
+        payment: &PaymentConfirmation,
+        limits: &dyn TicketLimits,
+    ) -> Result<Confirmation, LineupError>;
+}
+
+/// The stricter of two ticket limits (`None`: no limit).
+pub fn stricter_limit(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 #[async_trait]
@@ -217,6 +239,14 @@ pub trait HoldSweeper: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stricter_limit_wins_and_none_means_no_limit() {
+        assert_eq!(stricter_limit(None, None), None);
+        assert_eq!(stricter_limit(Some(4), None), Some(4));
+        assert_eq!(stricter_limit(None, Some(2)), Some(2));
+        assert_eq!(stricter_limit(Some(4), Some(2)), Some(2));
+    }
 
     #[test]
     fn status_names_are_the_serde_names() {

@@ -28,6 +28,7 @@ use crate::clock::{from_unix_millis, unix_millis};
 use crate::config::RedisSettings;
 use crate::event_settings::{EventSettings, QueueState};
 use crate::ids::{CustomerId, EventId};
+use crate::ledger::TicketLimits;
 use crate::LineupError;
 
 /// How long a lapsed admission is remembered, so its owner's poll says `expired` rather than 404.
@@ -340,6 +341,23 @@ impl AdmissionRegistry for RedisQueue {
             .invoke_async(&mut self.connection())
             .await?;
         Ok(ended == 1)
+    }
+}
+
+#[async_trait]
+impl TicketLimits for RedisQueue {
+    async fn ticket_limit(&self, event: &EventId) -> Result<Option<u32>, LineupError> {
+        let keys = EventKeys::new(event);
+        let limit: Option<String> = self
+            .connection()
+            .hget(&keys.settings, "ticket_limit")
+            .await?;
+        limit
+            .map(|raw| {
+                raw.parse()
+                    .map_err(|_| unexpected("ticket_limit", std::slice::from_ref(&raw)))
+            })
+            .transpose()
     }
 }
 

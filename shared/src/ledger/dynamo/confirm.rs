@@ -24,8 +24,8 @@ use super::items::{
 use super::{built, condition_failed, store_error, transact, DynamoLedger, TransactionOutcome};
 use crate::clock::{rfc3339, unix_millis};
 use crate::ledger::{
-    ConfirmAnswer, Confirmation, Order, OrderStatus, PaymentConfirmation, PaymentOutcome,
-    SeatStatus,
+    stricter_limit, ConfirmAnswer, Confirmation, Order, OrderStatus, PaymentConfirmation,
+    PaymentOutcome, SeatStatus, TicketLimits,
 };
 use crate::outbox::{OutboxEvent, OutboxEventKind};
 use crate::{LineupError, PaymentRefused};
@@ -74,12 +74,21 @@ impl DynamoLedger {
     pub(crate) async fn confirm_payment(
         &self,
         payment: &PaymentConfirmation,
+        limits: &dyn TicketLimits,
     ) -> Result<Confirmation, LineupError> {
-        let order = self
+        let mut order = self
             .read_order(&payment.order_id)
             .await?
             .ok_or(LineupError::NotFound("no such order"))?
             .into_order()?;
+        // The limit in force now counts too (set or lowered since the hold). If the queue store
+        // cannot say, the order's own limit still holds: a payment never waits on Redis.
+        match limits.ticket_limit(&order.event_id).await {
+            Ok(now) => order.ticket_limit = stricter_limit(order.ticket_limit, now),
+            Err(error) => {
+                tracing::warn!(order = %order.order_id, error = %error, source = ?std::error::Error::source(&error), "could not read the event's ticket limit; using the order's")
+            }
+        }
         if order.amount != payment.amount || order.currency != payment.currency {
             return self
                 .record_unusable_payment(payment, &order, PaymentOutcome::AmountMismatch)

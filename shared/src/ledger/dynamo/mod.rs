@@ -244,7 +244,7 @@ mod ports {
     use crate::ids::{EventId, OrderId};
     use crate::ledger::{
         Confirmation, HoldRequest, HoldSweeper, Order, PaymentConfirmation, PaymentLedger, Seat,
-        SeatLedger, SweepReport,
+        SeatLedger, SweepReport, TicketLimits,
     };
     use crate::LineupError;
 
@@ -279,8 +279,9 @@ mod ports {
         async fn confirm(
             &self,
             payment: &PaymentConfirmation,
+            limits: &dyn TicketLimits,
         ) -> Result<Confirmation, LineupError> {
-            self.confirm_payment(payment).await
+            self.confirm_payment(payment, limits).await
         }
     }
 
