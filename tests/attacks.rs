@@ -389,11 +389,13 @@ async fn a_late_payment_cannot_pass_the_ticket_limit_either() {
     let (first, amount) = held(&sale.hold(&alice, &token, &[seat(1), seat(2)]).await);
     sale.clock.advance(HOLD_DURATION + Duration::from_secs(1));
     let token = readmit(&sale, &alice).await;
-    let (second, _) = held(&sale.hold(&alice, &token, &[seat(3), seat(4)]).await);
+    let (second, second_amount) = held(&sale.hold(&alice, &token, &[seat(3), seat(4)]).await);
+    // The lapsed first order is paid late (its seats were still free): 2 tickets bought.
     assert_eq!(body(&sale.pay(&first, amount).await)["status"], "PAID");
-    let late = sale.pay(&second, amount).await;
+    // The second order, within its hold, would make 4.
+    let over = sale.pay(&second, second_amount).await;
     assert_eq!(
-        (late.status(), body(&late)["status"].clone()),
+        (over.status(), body(&over)["status"].clone()),
         (StatusCode::OK, json!("REFUND_REQUIRED"))
     );
 

@@ -297,7 +297,6 @@ mod tests {
             "{refused:?}"
         );
         assert_eq!(many_cost, 0, "refused before any hashing");
-        assert!(many_cost <= one_cost);
 
         let (refused, five_cost) = macs(|| ring.verify(Some(&five), &body, now));
         assert!(refused.is_err());
