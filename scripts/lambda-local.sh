@@ -1,42 +1,40 @@
 #!/usr/bin/env bash
-# The Docker-free stand-in for `sam validate` + `sam build` + `sam local invoke`, run by
-# scripts/test.sh after the unit and integration tests (it expects Redis and moto running, with
-# REDIS_URL and AWS_ENDPOINT_URL exported):
+# The Docker-free stand-in for `sam validate` + `sam local invoke`, run by scripts/test.sh after
+# the unit and integration tests (it expects Redis and moto running, with REDIS_URL and
+# AWS_ENDPOINT_URL exported):
 #   1. `sam validate --lint` on template.yaml;
-#   2. `cargo lambda build --release` of every function, each stripped binary under 5 MB;
-#   3. each release binary run under its own cargo-lambda runtime emulator, invoked with the
-#      samples in events/ through `cargo lambda invoke`, answers checked (tests/local_invoke.rs);
+#   2. each function's debug binary run under its own cargo-lambda runtime emulator, invoked with
+#      the samples in events/ through `cargo lambda invoke`, answers checked (tests/local_invoke.rs);
 #      each function given only the variables it uses, and `poll`, `hold` and `confirm` their
 #      secrets by ARN from moto's Secrets Manager, as in AWS (`join` the literal key, as locally);
-#   4. the same binaries again, pointed at a listener that never answers: each answers 503 or
+#   3. the same binaries again, pointed at a listener that never answers: each answers 503 or
 #      reports the error, within a bound (with literal secrets: a function whose secret cannot
 #      be read at cold start does not start, which is not what this step checks).
-# The size gate and the invocations use the native (x86_64) build: this machine cannot run the
-# arm64 binaries `sam build` deploys.
+# The deploy artifacts are scripts/sam-build.sh's (`sam build`: arm64, release, checked there);
+# this machine cannot run arm64 binaries, so these steps run the native debug build of the same
+# code, which the tests build anyway.
+#
+#   LINEUP_LAMBDA_PORT=9301 scripts/lambda-local.sh   # emulators on 9301-9307 and 9321-9327,
+#                                                     # the silent listener on 9339 (default 9201)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/local-stack.sh
-trap stop_local_stack EXIT
+source scripts/steps.sh
+trap 'step_end; stop_local_stack' EXIT
+
+FIRST_PORT="${LINEUP_LAMBDA_PORT:-9201}"
+FUNCTIONS=(join poll admit hold confirm expire outbox-stream)
 
 ensure_lambda_tools
 export SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
 
-echo "==> sam validate --lint"
+step "sam validate --lint"
 sam validate --lint
 
-echo "==> cargo lambda build --release"
-cargo lambda build --release --locked \
-  -p join -p poll -p admit -p hold -p confirm -p expire -p outbox-stream
-FUNCTIONS=(join poll admit hold confirm expire outbox-stream)
-LIMIT=5000000
-status=0
-printf '%-15s %12s\n' function bytes
-for function in "${FUNCTIONS[@]}"; do
-  size=$(stat -c %s "target/lambda/$function/bootstrap")
-  printf '%-15s %12d\n' "$function" "$size"
-  if [ "$size" -ge "$LIMIT" ]; then echo "error: $function is not under 5 MB" >&2; status=1; fi
-done
-[ "$status" -eq 0 ] || exit 1
+# The debug binaries of the functions and local-invoke. After scripts/test.sh (which builds them
+# with the same command) this only confirms they are up to date.
+step "cargo build --workspace --bins (debug; up to date after scripts/test.sh)"
+cargo build --workspace --bins --locked
 
 SIGNING_KEY=lineup-local-development-key-not-a-secret
 WEBHOOK_SECRET=whsec-local-development-not-a-secret-000
@@ -89,7 +87,7 @@ PY
   read -r SIGNING_KEY_ARN WEBHOOK_SECRET_ARN <<<"$arns"
 }
 
-# start_functions FIRST_PORT SECRETS ENV...: one emulator and one release binary per function,
+# start_functions FIRST_PORT SECRETS ENV...: one emulator and one debug binary per function,
 # each given ENV and its own variables (function_env FUNCTION SECRETS).
 start_functions() {
   local port="$1" secrets="$2"; shift 2
@@ -111,7 +109,7 @@ start_functions() {
     read -ra own <<<"$(function_env "$function" "$secrets")"
     env -i PATH="$PATH" AWS_LAMBDA_FUNCTION_NAME="$function" AWS_LAMBDA_FUNCTION_VERSION=1 \
       AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256 AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:$port/.rt" \
-      "${COMMON_ENV[@]}" "$@" "${own[@]}" "target/lambda/$function/bootstrap" \
+      "${COMMON_ENV[@]}" "$@" "${own[@]}" "target/debug/$function" \
       >"$LOCAL_DIR/function-$function-$port.log" 2>&1 &
     STARTED_PIDS+=($!)
     PORTS="${PORTS:+$PORTS,}$function=$port"
@@ -123,15 +121,16 @@ start_functions() {
 # What local-invoke reads (the tables and queue it sets up, the secret it signs webhooks with).
 INVOKER_ENV=("${TABLES_ENV[@]}" "${TICKET_QUEUE_ENV[@]}" AWS_REGION=us-east-1)
 
-echo "==> the release binaries under the runtime emulator, with the local stack"
+step "the functions (debug binaries) under the runtime emulator, with the local stack"
 # A clean emulator for this run (the tests before it made their own tables; these names are fixed).
 curl -s -X POST "$AWS_ENDPOINT_URL/moto-api/reset" >/dev/null
 create_local_secrets
 echo "    poll, hold: $SIGNING_KEY_ARN; confirm: $WEBHOOK_SECRET_ARN"
-start_functions 9201 arn REDIS_URL="$REDIS_URL" AWS_ENDPOINT_URL="$AWS_ENDPOINT_URL"
-env "${INVOKER_ENV[@]}" cargo run --locked -q -p lineup-tests --bin local-invoke -- healthy
+start_functions "$FIRST_PORT" arn REDIS_URL="$REDIS_URL" AWS_ENDPOINT_URL="$AWS_ENDPOINT_URL"
+env "${INVOKER_ENV[@]}" target/debug/local-invoke healthy
 
-echo "==> the same binaries with Redis and AWS unreachable (a listener that never answers)"
-start_silent_listener 9239
-start_functions 9221 literal REDIS_URL=redis://127.0.0.1:9239 AWS_ENDPOINT_URL=http://127.0.0.1:9239
-env "${INVOKER_ENV[@]}" cargo run --locked -q -p lineup-tests --bin local-invoke -- unreachable
+step "the same binaries with Redis and AWS unreachable (a listener that never answers)"
+SILENT="$((FIRST_PORT + 38))"
+start_silent_listener "$SILENT"
+start_functions "$((FIRST_PORT + 20))" literal REDIS_URL="redis://127.0.0.1:$SILENT" AWS_ENDPOINT_URL="http://127.0.0.1:$SILENT"
+env "${INVOKER_ENV[@]}" target/debug/local-invoke unreachable

@@ -3,6 +3,8 @@
 # do not run it.
 
 STARTED_PIDS=()
+# Where installs, logs and data go: the checkout's .local/ for the scripts; `lineup dev` sets it
+# to its cache directory (~/.cache/lineup, or LINEUP_CACHE_DIR / --cache-dir).
 LOCAL_DIR="${LOCAL_DIR:-$PWD/.local}"
 mkdir -p "$LOCAL_DIR"
 
@@ -68,7 +70,7 @@ start_redis_cluster() {
   export REDIS_CLUSTER_URL="redis://127.0.0.1:$first"
 }
 
-# A Python venv under .local/ with moto's server (DynamoDB, DynamoDB Streams, SQS emulator).
+# A Python venv in $LOCAL_DIR/venv with moto's server (DynamoDB, DynamoDB Streams, SQS emulator).
 MOTO_VERSION="5.2.5"
 ensure_moto() {
   local venv="$LOCAL_DIR/venv"
@@ -104,7 +106,7 @@ start_moto() {
   exit 1
 }
 
-# cargo-lambda and the SAM CLI from PyPI, in .local/tools (the cargo-lambda wheel bundles zig).
+# cargo-lambda and the SAM CLI from PyPI, in $LOCAL_DIR/tools (the cargo-lambda wheel bundles zig).
 CARGO_LAMBDA_VERSION="1.9.2"
 SAM_CLI_VERSION="1.170.0"
 ensure_lambda_tools() {

@@ -1,23 +1,87 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing (Debian's redis-server; a venv with
-# moto[server]), starts Redis and the serialised moto server on loopback ports, runs the whole
-# test suite against them, and stops what it started. CI runs exactly this (via .ci/run).
+# moto[server]; cargo-lambda and the SAM CLI; the arm64 Rust target), starts Redis and the
+# serialised moto server on loopback ports, builds the workspace (the test binaries and the debug
+# binaries of the functions, which scripts/lambda-local.sh runs), runs the whole test suite
+# against them, then scripts/lambda-local.sh and scripts/e2e.sh; beside all that, `sam build`
+# (scripts/sam-build.sh). Stops what it started and prints how long each step took. CI runs
+# exactly this (via .ci/run).
 #
 #   scripts/test.sh            # everything
 #   scripts/test.sh -- join    # extra arguments go to `cargo test` (e.g. a test-name filter)
+#   LINEUP_TEST_REDIS_PORT=6431 LINEUP_TEST_MOTO_PORT=5041 LINEUP_TEST_CLUSTER_PORT=7131 \
+#     LINEUP_LAMBDA_PORT=9301 LINEUP_E2E_PORT=3041 LINEUP_E2E_REDIS_PORT=6441 \
+#     LINEUP_E2E_MOTO_PORT=5051 scripts/test.sh
+#                              # beside another run on the default ports
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/local-stack.sh
+source scripts/steps.sh
 
+mkdir -p target
+export LINEUP_STEP_TIMES="$PWD/target/step-times.txt"
+: >"$LINEUP_STEP_TIMES"
+SAM_BUILD_PID=""
+SAM_BUILD_LOG="$PWD/target/sam-build.log"
+finish() {
+  local status=$?
+  step_end
+  if [ -n "$SAM_BUILD_PID" ]; then
+    # Only the background build's own process group: its make, cargo and rustc processes.
+    kill -TERM -- "-$SAM_BUILD_PID" 2>/dev/null || true
+    wait "$SAM_BUILD_PID" 2>/dev/null || true
+  fi
+  stop_local_stack
+  print_step_times
+  [ "$status" -eq 0 ] || echo "error: scripts/test.sh failed (exit $status)" >&2
+}
+trap finish EXIT
+
+step "installs (what is missing) and the local stack: Redis, moto, a Redis Cluster"
 ensure_redis_server
 ensure_moto
-trap stop_local_stack EXIT
+ensure_lambda_tools
+if ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+  rustup target add aarch64-unknown-linux-gnu
+fi
 start_redis "${LINEUP_TEST_REDIS_PORT:-6391}"
 start_moto "${LINEUP_TEST_MOTO_PORT:-5011}"
 start_redis_cluster "${LINEUP_TEST_CLUSTER_PORT:-7111}"
-
 export REDIS_URL="redis://127.0.0.1:${REDIS_PORT}"
-echo "==> cargo test (Redis at ${REDIS_URL}, DynamoDB/SQS emulator at ${AWS_ENDPOINT_URL})"
+
+# `sam build` (arm64, release: the deploy artifacts, checked by scripts/sam-build.sh) takes
+# minutes of CPU, mostly link-time optimisation, and nothing below needs what it makes. So it
+# runs in the background at the lowest CPU priority, in a process group of its own, using what
+# the builds, the tests and the end-to-end run leave idle; the last step waits for it.
+echo "==> sam build, in the background (log: $SAM_BUILD_LOG)"
+set -m
+nice -n 19 scripts/sam-build.sh >"$SAM_BUILD_LOG" 2>&1 &
+SAM_BUILD_PID=$!
+set +m
+
+# Every binary the later steps run, built once here in the dev profile: the functions (run under
+# the runtime emulator by scripts/lambda-local.sh), `lineup` (scripts/e2e.sh) and `local-invoke`.
+# `--workspace` resolves features as `cargo test --workspace` does, so they share its build.
+step "cargo build --workspace --bins (debug)"
+cargo build --workspace --bins --locked
+step "cargo test --no-run (compile the tests)"
+cargo test --workspace --locked --no-run "$@"
+step "cargo test (Redis at ${REDIS_URL}, DynamoDB/SQS emulator at ${AWS_ENDPOINT_URL})"
 cargo test --workspace --locked "$@"
+step_end
+
 scripts/lambda-local.sh
+
+step "scripts/e2e.sh (lineup dev, the browser test, the copied binary, lineup simulate)"
 scripts/e2e.sh
+
+step "sam build (waiting for the background build)"
+sam_status=0
+wait "$SAM_BUILD_PID" || sam_status=$?
+SAM_BUILD_PID=""
+cat "$SAM_BUILD_LOG"
+if [ "$sam_status" -ne 0 ]; then
+  echo "error: scripts/sam-build.sh failed (exit $sam_status); its output is above" >&2
+  exit 1
+fi
+step_end

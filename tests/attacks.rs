@@ -236,8 +236,14 @@ async fn a_repeated_or_late_payment_never_ends_a_newer_admission() {
     let token = sale.admit(std::slice::from_ref(&alice)).await.remove(0);
     let (first, amount) = held(&sale.hold(&alice, &token, &[seat(1)]).await);
     let payment = payment_body(&first, "pay_first", amount);
-    assert_eq!(body(&webhook(&sale, &first, &payment).await)["status"], "PAID");
-    assert!(!sale.is_admitted(&alice).await, "paying ends that admission");
+    assert_eq!(
+        body(&webhook(&sale, &first, &payment).await)["status"],
+        "PAID"
+    );
+    assert!(
+        !sale.is_admitted(&alice).await,
+        "paying ends that admission"
+    );
 
     // Alice joins again to buy more; the provider redelivers the first payment (a new key), and
     // someone replays it within its five minutes: her new admission stays.
@@ -245,7 +251,10 @@ async fn a_repeated_or_late_payment_never_ends_a_newer_admission() {
     for _ in 0..2 {
         let again = webhook(&sale, &first, &payment).await;
         assert_eq!(body(&again)["status"], "PAID");
-        assert!(sale.is_admitted(&alice).await, "a repeated payment ended a newer admission");
+        assert!(
+            sale.is_admitted(&alice).await,
+            "a repeated payment ended a newer admission"
+        );
     }
 
     // A hold under the new admission lapses; she joins again; the late payment of the lapsed
@@ -255,7 +264,10 @@ async fn a_repeated_or_late_payment_never_ends_a_newer_admission() {
     readmit(&sale, &alice).await;
     let late = webhook(&sale, &second, &payment_body(&second, "pay_late", amount)).await;
     assert_eq!(body(&late)["status"], "PAID");
-    assert!(sale.is_admitted(&alice).await, "a late payment ended a newer admission");
+    assert!(
+        sale.is_admitted(&alice).await,
+        "a late payment ended a newer admission"
+    );
 }
 
 /// Sets the event's ticket limit, keeping its other settings.
@@ -444,7 +456,11 @@ async fn holds_made_before_a_limit_was_set_cannot_be_paid_past_it() {
     }
     assert_eq!(
         statuses,
-        vec![json!("PAID"), json!("REFUND_REQUIRED"), json!("REFUND_REQUIRED")]
+        vec![
+            json!("PAID"),
+            json!("REFUND_REQUIRED"),
+            json!("REFUND_REQUIRED")
+        ]
     );
     assert_eq!(seats_bought_or_held(&sale, &scalper).await, 2);
 }

@@ -1,6 +1,7 @@
-//! The Docker-free stand-in for `sam local invoke`: with the release binaries that
-//! `cargo lambda build --release` made running under cargo-lambda's runtime emulator (started by
-//! `scripts/lambda-local.sh`, one emulator per function), this sets up the local stack
+//! The Docker-free stand-in for `sam local invoke`: with the functions' binaries (the native
+//! debug build: this machine cannot run the arm64 ones `sam build` makes) running under
+//! cargo-lambda's runtime emulator (started by `scripts/lambda-local.sh`, one emulator per
+//! function), this sets up the local stack
 //! (tables, ticket queue, a demo event in Redis), invokes every function with its sample events
 //! through `cargo lambda invoke`, and checks each answer: status and body for HTTP functions, the
 //! admitted count for `admit`, the SQS message for `outbox-stream`, the error for wrong events.
@@ -46,7 +47,7 @@ fn scratch(name: &str, event: &Value) -> PathBuf {
 }
 
 /// The runtime emulator port of `function`, from `LAMBDA_PORTS` (`join=9201,poll=9202,...`):
-/// each release binary runs under its own `cargo lambda watch --only-lambda-apis`.
+/// each function's binary runs under its own `cargo lambda watch --only-lambda-apis`.
 fn port(function: &str) -> String {
     env("LAMBDA_PORTS")
         .split(',')

@@ -406,9 +406,27 @@ impl lineup::queue::Admitter for OnlyEvents {
     }
 }
 
-/// Sends the library's logs (errors with their source chain) to the test output, once per
-/// process: `RUST_LOG=error cargo test ... -- --nocapture` shows why a request failed.
+/// Sends the library's logs (errors with their source chain) to the test output: the harness
+/// captures them per test and shows them with a failing test's output (or all of them with
+/// `-- --nocapture`), at INFO or the level `RUST_LOG` names. Installed once per process, for every
+/// test in it (the integration tests share one): through the harness's capture, so one test's
+/// logs never land in another's output or on the console.
 pub fn logs() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(lineup::logging::init);
+    ONCE.call_once(|| {
+        let level = std::env::var("RUST_LOG")
+            .ok()
+            .and_then(|level| {
+                level
+                    .parse::<tracing_subscriber::filter::LevelFilter>()
+                    .ok()
+            })
+            .unwrap_or(tracing_subscriber::filter::LevelFilter::INFO);
+        let _ = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_target(false)
+            .without_time()
+            .with_test_writer()
+            .try_init();
+    });
 }
