@@ -14,7 +14,7 @@
 # this machine cannot run arm64 binaries, so these steps run the native debug build of the same
 # code, which the tests build anyway.
 #
-#   LINEUP_LAMBDA_PORT=9301 scripts/lambda-local.sh   # emulators on 9301-9307 and 9321-9327,
+#   LINEUP_LAMBDA_PORT=9301 scripts/lambda-local.sh   # emulators on 9301-9308 and 9321-9328,
 #                                                     # the silent listener on 9339 (default 9201)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,7 @@ source scripts/steps.sh
 trap 'step_end; stop_local_stack' EXIT
 
 FIRST_PORT="${LINEUP_LAMBDA_PORT:-9201}"
-FUNCTIONS=(join poll admit hold confirm expire outbox-stream)
+FUNCTIONS=(join poll admit hold confirm expire outbox-stream status)
 
 ensure_lambda_tools
 export SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
@@ -39,6 +39,10 @@ cargo build --workspace --bins --locked
 SIGNING_KEY=lineup-local-development-key-not-a-secret
 WEBHOOK_SECRET=whsec-local-development-not-a-secret-000
 TABLES_ENV=(SEATS_TABLE=local-seats ORDERS_TABLE=local-orders OUTBOX_TABLE=local-outbox)
+EVENTS_ENV=(EVENTS_TABLE=local-events)
+# The value CloudFront sends in X-Lineup-Origin. Only `status` is given it here, so a direct
+# call (no header) is seen refused; the other samples are not CloudFront's requests.
+ORIGIN_SECRET=lineup-local-origin-header-not-a-secret
 TICKET_QUEUE_ENV=(TICKET_QUEUE_URL="$AWS_ENDPOINT_URL/123456789012/lineup-ticket-issued.fifo")
 COMMON_ENV=(
   AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test REDIS_TIMEOUT_MS=500
@@ -55,11 +59,12 @@ function_env() {
     webhook="LINEUP_WEBHOOK_SECRET_ARN=$WEBHOOK_SECRET_ARN"
   fi
   case "$1" in
-    join) echo "LINEUP_SIGNING_KEY=$SIGNING_KEY" ;;
-    poll) echo "$signing" ;;
+    join) echo "LINEUP_SIGNING_KEY=$SIGNING_KEY" "${EVENTS_ENV[@]}" ;;
+    poll) echo "$signing" "${EVENTS_ENV[@]}" ;;
     hold) echo "$signing" "${TABLES_ENV[@]}" ;;
     confirm) echo "$webhook" "${TABLES_ENV[@]}" ;;
-    admit) echo ADMIT_RUN_MS=1500 ADMIT_TICK_MS=250 ;;
+    admit) echo ADMIT_RUN_MS=1500 ADMIT_TICK_MS=250 "${EVENTS_ENV[@]}" ;;
+    status) echo "${EVENTS_ENV[@]}" "LINEUP_ORIGIN_SECRET=$ORIGIN_SECRET" ;;
     expire) echo "${TABLES_ENV[@]}" ;;
     outbox-stream) echo "${TICKET_QUEUE_ENV[@]}" ;;
   esac
@@ -119,7 +124,7 @@ start_functions() {
 }
 
 # What local-invoke reads (the tables and queue it sets up, the secret it signs webhooks with).
-INVOKER_ENV=("${TABLES_ENV[@]}" "${TICKET_QUEUE_ENV[@]}" AWS_REGION=us-east-1)
+INVOKER_ENV=("${TABLES_ENV[@]}" "${EVENTS_ENV[@]}" "${TICKET_QUEUE_ENV[@]}" AWS_REGION=us-east-1)
 
 step "the functions (debug binaries) under the runtime emulator, with the local stack"
 # A clean emulator for this run (the tests before it made their own tables; these names are fixed).

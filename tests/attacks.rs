@@ -285,6 +285,7 @@ async fn limit_tickets(sale: &OnSale, limit: u32) {
                 ticket_limit: Some(limit),
                 ..settings
             },
+            &lineup::draw::DrawSeed::generate(),
         )
         .await
         .expect("configure");
@@ -553,7 +554,7 @@ mod tokens_ids_bodies {
     use lineup_tests::on_sale::{payment_body, seat, webhook_secret, OnSale};
     use lineup_tests::{
         body, customer, error_code, event_state, logs, open_event, request, route, sample,
-        signing_key,
+        ticket_at,
     };
     use serde_json::{json, Value};
 
@@ -673,8 +674,12 @@ mod tokens_ids_bodies {
         }
     }
 
+    /// A valid ticket of `who` in `event`, stating no number (their place is what Redis holds),
+    /// the same each time it is asked for.
     fn queue_id(event: &EventId, who: &CustomerId) -> String {
-        signing_key().queue_id(event, who).as_str().to_owned()
+        let issued =
+            std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        ticket_at(event, who, None, issued)
     }
 
     /// The order id of a 201 hold answer.
@@ -1355,7 +1360,8 @@ mod tokens_ids_bodies {
             )
         };
         let never_joined = queue_id(event, &customer(7));
-        let made_up = "AAAAAAAAAAAAAAAAAAAAAA";
+        // Ticket-shaped, with a MAC nobody signed.
+        let made_up = "1.1700000000000.AAAAAAAAAAAAAAAAAAAAAA";
         let not_found = |name: String, event| {
             attack(name, event, StatusCode::NOT_FOUND, "queue_entry_not_found")
         };
@@ -1377,6 +1383,23 @@ mod tokens_ids_bodies {
                 format!("Dave {verb} his first event's queue id on the second event"),
                 entry(sample_name, &other, dave, &honest.queue_id(dave)),
             ));
+            // Moving to the front by editing the number (or the issue time) a ticket states.
+            let own = ticket_at(
+                event,
+                dave,
+                Some(900),
+                std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000),
+            );
+            let mac = own.rsplit('.').next().unwrap().to_owned();
+            for (what, forged) in [
+                ("number", format!("1.1700000000000000.{mac}")),
+                ("issue time", format!("900.1600000000000.{mac}")),
+            ] {
+                attacks.push(not_found(
+                    format!("Dave {verb} his ticket with its {what} edited"),
+                    entry(sample_name, event, dave, &forged),
+                ));
+            }
             for (what, id) in [
                 ("a short", "Ad8IaGGueFqQnb8dd7Fvg".to_owned()),
                 ("a long", format!("{}A", honest.queue_id(dave))),

@@ -33,7 +33,7 @@ struct Case {
 #[tokio::test]
 async fn bad_requests_get_their_4xx_and_change_nothing() {
     let queue = queue();
-    let api = api(queue.clone(), Arc::new(SystemClock));
+    let api = api(queue.clone(), Arc::new(SystemClock)).await;
     let event = open_event(&queue, SystemTime::now()).await;
     let (alice, bob, carol) = (customer(1), customer(2), customer(3));
     for c in [&alice, &bob] {
@@ -42,7 +42,7 @@ async fn bad_requests_get_their_4xx_and_change_nothing() {
             StatusCode::CREATED
         );
     }
-    let alice_id = signing_key().queue_id(&event, &alice).as_str().to_owned();
+    let alice_id = queue_id(&event, &alice).await;
     let unknown = EventId::parse("no-such-event").unwrap();
 
     let with = |mut value: Value, pointer: &str, replacement: Value| {
@@ -54,7 +54,8 @@ async fn bad_requests_get_their_4xx_and_change_nothing() {
     let join_sample = retarget(&sample("join.json"), &event, Some(&carol), None);
     let poll_sample = retarget(&sample("poll.json"), &event, Some(&alice), Some(&alice_id));
     let leave_sample = retarget(&sample("leave.json"), &event, Some(&alice), Some(&alice_id));
-    let unknown_id = signing_key().queue_id(&unknown, &alice).as_str().to_owned();
+    let unknown_id = queue_id(&unknown, &alice).await;
+    let carol_id = queue_id(&event, &carol).await;
 
     let cases = vec![
         Case {
@@ -166,12 +167,7 @@ async fn bad_requests_get_their_4xx_and_change_nothing() {
         Case {
             name: "poll before joining",
             handler: Handler::Poll,
-            event: retarget(
-                &poll_sample,
-                &event,
-                Some(&carol),
-                Some(signing_key().queue_id(&event, &carol).as_str()),
-            ),
+            event: retarget(&poll_sample, &event, Some(&carol), Some(&carol_id)),
             status: StatusCode::NOT_FOUND,
             code: "queue_entry_not_found",
         },
@@ -247,6 +243,7 @@ async fn with_redis_down_join_and_poll_answer_503_with_retry_after_and_recover()
     let mut server = RedisServer::start();
     let queue = Arc::new(RedisQueue::new(&server.url(), Duration::from_millis(500)).unwrap());
     let api = QueueApi {
+        restorer: restorer(queue.clone()).await,
         line: queue.clone(),
         key: signing_key().into(),
         clock: Arc::new(SystemClock),
@@ -254,9 +251,9 @@ async fn with_redis_down_join_and_poll_answer_503_with_retry_after_and_recover()
     };
     let event = fresh_event();
     let settings = EventSettings::opening_at(SystemTime::now() - Duration::from_secs(1));
-    queue.configure(&event, &settings).await.unwrap();
+    configure(&queue, &event, settings.clone()).await;
     let alice = customer(1);
-    let alice_id = signing_key().queue_id(&event, &alice).as_str().to_owned();
+    let alice_id = queue_id(&event, &alice).await;
     assert_eq!(
         join::handle(&api, join_request(&event, &alice))
             .await
@@ -294,11 +291,17 @@ async fn with_redis_down_join_and_poll_answer_503_with_retry_after_and_recover()
             "503 carries Retry-After"
         );
     }
-    let admission = AdmissionLoop {
+    let records = private_records().await;
+    let restorer =
+        lineup::place_restore::Restorer::new(queue.clone(), records.clone(), records.clone());
+    let ports = lineup::admission::AdmissionPorts {
         admitter: queue.as_ref(),
-        clock: &SystemClock,
-        tick: Duration::from_millis(50),
+        draw: queue.as_ref(),
+        records: records.as_ref(),
+        publication: records.as_ref(),
+        restorer: &restorer,
     };
+    let admission = AdmissionLoop::new(ports, &SystemClock, Duration::from_millis(50));
     let outcome = tokio::time::timeout(guard, admission.run(Duration::from_secs(10)))
         .await
         .expect("admit loop gave up");
@@ -310,7 +313,7 @@ async fn with_redis_down_join_and_poll_answer_503_with_retry_after_and_recover()
     // Redis is back (empty: this test server keeps nothing on disk); the same adapter reconnects.
     server.restart();
     queue
-        .configure(&event, &settings)
+        .configure(&event, &settings, &lineup::draw::DrawSeed::generate())
         .await
         .expect("reconnected");
     let again = join::handle(&api, join_request(&event, &alice)).await;

@@ -151,10 +151,10 @@ async fn when_every_seat_is_sold_the_queue_closes() {
         (late.status(), error_code(&late).as_str()),
         (StatusCode::CONFLICT, "queue_closed")
     );
-    let queue_id = signing_key().queue_id(&sale.event, &waiting);
+    let queue_id = queue_id(&sale.event, &waiting).await;
     let polled = poll::handle(
         &sale.queue_api,
-        poll_request(&sale.event, &waiting, queue_id.as_str()),
+        poll_request(&sale.event, &waiting, &queue_id),
     )
     .await;
     assert_eq!(body(&polled)["status"], "closed");

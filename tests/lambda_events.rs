@@ -15,7 +15,7 @@ use lineup::http::{join, poll};
 use lineup::ids::EventId;
 use lineup::queue::keys::EventKeys;
 use lineup::queue::redis::RedisQueue;
-use lineup::queue::{Admitter, EventSettingsStore, WaitingLine};
+use lineup::queue::{Admitter, WaitingLine};
 use lineup::LineupError;
 use lineup_tests::redis_server::RedisServer;
 use lineup_tests::*;
@@ -26,19 +26,28 @@ async fn reset_sample_event(queue: &RedisQueue) -> EventId {
     let keys = EventKeys::new(&event);
     let mut redis = redis().await;
     let _: i64 = redis::cmd("DEL")
-        .arg(&[&keys.settings, &keys.queue, &keys.active, &keys.admission])
+        .arg(&[
+            &keys.settings,
+            &keys.queue,
+            &keys.active,
+            &keys.offered,
+            &keys.admission,
+            &keys.prequeue,
+            &keys.entrants,
+            &keys.status,
+        ])
         .query_async(&mut redis)
         .await
         .unwrap();
     let settings = EventSettings::opening_at(SystemTime::now() - Duration::from_secs(60));
-    queue.configure(&event, &settings).await.unwrap();
+    configure(queue, &event, settings).await;
     event
 }
 
 #[tokio::test]
 async fn the_sample_http_events_walk_through_join_poll_admission_and_leave() {
     let queue = queue();
-    let api = api(queue.clone(), Arc::new(SystemClock));
+    let api = api(queue.clone(), Arc::new(SystemClock)).await;
     let event = reset_sample_event(&queue).await;
     for n in 0..3 {
         queue
@@ -51,10 +60,17 @@ async fn the_sample_http_events_walk_through_join_poll_admission_and_leave() {
     assert_eq!(joined.status(), StatusCode::CREATED);
     let joined = body(&joined);
     assert_eq!(joined["position"], 3);
+    assert_eq!(joined["number"], 4);
     let poll_sample = sample("poll.json");
+    let keys: lineup::signing::SigningKeys = signing_key().into();
+    let sample_ticket =
+        lineup::ids::QueueId::parse(poll_sample["pathParameters"]["queueId"].as_str().unwrap())
+            .unwrap();
     assert_eq!(
-        joined["queueId"], poll_sample["pathParameters"]["queueId"],
-        "events/poll.json names the sample customer's queue id (derived with the development key)"
+        keys.open_ticket(&sample_ticket, &event, &customer_from(SAMPLE_CUSTOMER))
+            .and_then(|ticket| ticket.number),
+        Some(4),
+        "events/poll.json holds the sample customer's ticket for number 4 (development key)"
     );
     assert_eq!(
         join::handle(&api, request(&sample("join.json")))
@@ -67,6 +83,7 @@ async fn the_sample_http_events_walk_through_join_poll_admission_and_leave() {
     assert_eq!(waiting.status(), StatusCode::OK);
     assert_eq!(body(&waiting)["status"], "waiting");
     assert_eq!(body(&waiting)["position"], 3);
+    assert_eq!(body(&waiting)["number"], 4);
     assert_eq!(retry_after(&waiting), Some(5));
 
     assert_eq!(
@@ -141,14 +158,45 @@ async fn the_sample_http_events_walk_through_join_poll_admission_and_leave() {
     );
 }
 
-fn admit_config(redis_url: &str) -> AdmitConfig {
+fn customer_from(raw: &str) -> lineup::ids::CustomerId {
+    lineup::ids::CustomerId::parse(raw).unwrap()
+}
+
+/// The admit function's settings, as its environment would give them, with an events table of
+/// its own (its admitter ticks every event the table says is open).
+async fn admit_config(redis_url: &str) -> AdmitConfig {
+    let events = private_records().await;
     let vars = HashMap::from([
         ("REDIS_URL", redis_url.to_owned()),
         ("REDIS_TIMEOUT_MS", "300".to_owned()),
         ("ADMIT_TICK_MS", "100".to_owned()),
         ("ADMIT_RUN_MS", "1500".to_owned()),
+        ("EVENTS_TABLE", events.table().to_owned()),
+        ("AWS_ENDPOINT_URL", lineup_tests::aws::endpoint_url()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "test".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
     ]);
     AdmitConfig::from_lookup(&|name: &str| vars.get(name).cloned()).unwrap()
+}
+
+/// The admit function's handler, wired as its `main` wires it.
+async fn admit(
+    queue: &Arc<RedisQueue>,
+    config: &AdmitConfig,
+    invocation: LambdaEvent<serde_json::Value>,
+) -> Result<lineup::admission::AdmissionSummary, LineupError> {
+    let records = Arc::new(config.events.records());
+    let restorer =
+        lineup::place_restore::Restorer::new(queue.clone(), records.clone(), records.clone());
+    let ports = lineup::admission::AdmissionPorts {
+        admitter: queue.as_ref(),
+        draw: queue.as_ref(),
+        records: records.as_ref(),
+        publication: records.as_ref(),
+        restorer: &restorer,
+    };
+    admit_for_invocation(ports, &SystemClock, config, invocation).await
 }
 
 fn invocation(file: &str, deadline_in: Duration) -> LambdaEvent<serde_json::Value> {
@@ -161,15 +209,15 @@ fn invocation(file: &str, deadline_in: Duration) -> LambdaEvent<serde_json::Valu
 async fn the_admit_function_ticks_every_open_event_for_its_run_time() {
     // A private Redis, so "every open event" means exactly this test's events.
     let server = RedisServer::start();
-    let config = admit_config(&server.url());
-    let queue = RedisQueue::open(&config.redis).unwrap();
+    let config = admit_config(&server.url()).await;
+    let queue = Arc::new(RedisQueue::open(&config.redis).unwrap());
     let (first, second) = (fresh_event(), fresh_event());
     for event in [&first, &second] {
         let settings = EventSettings {
             admit_per_second: 10,
             ..EventSettings::opening_at(SystemTime::now() - Duration::from_secs(1))
         };
-        queue.configure(event, &settings).await.unwrap();
+        configure(&queue, event, settings).await;
         for n in 0..100 {
             queue
                 .join(event, &customer(n), SystemTime::now())
@@ -178,9 +226,8 @@ async fn the_admit_function_ticks_every_open_event_for_its_run_time() {
         }
     }
 
-    let summary = admit_for_invocation(
+    let summary = admit(
         &queue,
-        &SystemClock,
         &config,
         invocation("admit.json", Duration::from_secs(60)),
     )
@@ -215,9 +262,8 @@ async fn the_admit_function_ticks_every_open_event_for_its_run_time() {
 
     // The invocation's deadline wins over the configured run time.
     let started = std::time::Instant::now();
-    admit_for_invocation(
+    admit(
         &queue,
-        &SystemClock,
         &config,
         invocation("admit.json", Duration::from_millis(3_500)),
     )
@@ -232,12 +278,11 @@ async fn the_admit_function_ticks_every_open_event_for_its_run_time() {
 #[tokio::test]
 async fn the_admit_function_refuses_other_events_and_reports_an_unreachable_redis() {
     let mut server = RedisServer::start();
-    let config = admit_config(&server.url());
-    let queue = RedisQueue::open(&config.redis).unwrap();
+    let config = admit_config(&server.url()).await;
+    let queue = Arc::new(RedisQueue::open(&config.redis).unwrap());
 
-    let wrong = admit_for_invocation(
+    let wrong = admit(
         &queue,
-        &SystemClock,
         &config,
         invocation("admit-wrong-kind.json", Duration::from_secs(60)),
     )
@@ -250,9 +295,8 @@ async fn the_admit_function_refuses_other_events_and_reports_an_unreachable_redi
     }
     let mut other_detail = sample("admit.json");
     other_detail["detail-type"] = "EC2 Instance State-change Notification".into();
-    let wrong = admit_for_invocation(
+    let wrong = admit(
         &queue,
-        &SystemClock,
         &config,
         LambdaEvent::new(other_detail, Context::default()),
     )
@@ -265,9 +309,8 @@ async fn the_admit_function_refuses_other_events_and_reports_an_unreachable_redi
     server.stop();
     let down = tokio::time::timeout(
         Duration::from_secs(20),
-        admit_for_invocation(
+        admit(
             &queue,
-            &SystemClock,
             &config,
             invocation("admit.json", Duration::from_secs(60)),
         ),

@@ -155,6 +155,10 @@ async fn healthy() {
     create_tables(&dynamo, &tables)
         .await
         .expect("create tables");
+    lineup::event_records::dynamo::DynamoEventRecords::new(dynamo.clone(), env("EVENTS_TABLE"))
+        .create_table()
+        .await
+        .expect("create the events table");
     let ledger = DynamoLedger::new(dynamo.clone(), tables.clone());
     let seats: Vec<NewSeat> = (1..=8)
         .map(|n| NewSeat {
@@ -184,7 +188,14 @@ async fn healthy() {
     let keys = EventKeys::new(&event);
     let mut connection = redis().await;
     let _: i64 = redis::cmd("DEL")
-        .arg(&[&keys.settings, &keys.queue, &keys.active, &keys.admission])
+        .arg(&[
+            &keys.settings,
+            &keys.queue,
+            &keys.active,
+            &keys.offered,
+            &keys.admission,
+            &keys.status,
+        ])
         .query_async(&mut connection)
         .await
         .unwrap();
@@ -193,6 +204,7 @@ async fn healthy() {
         .configure(
             &event,
             &EventSettings::opening_at(SystemTime::now() - Duration::from_secs(60)),
+            &lineup::draw::DrawSeed::generate(),
         )
         .await
         .unwrap();
@@ -212,10 +224,11 @@ async fn healthy() {
         ),
         (201, Some("waiting"), Some(3))
     );
+    assert_eq!(joined["number"], 4, "{joined}");
     let (status, again) = http("join", &sample_file("join.json"));
     assert_eq!(
-        (status, &again["queueId"]),
-        (200, &joined["queueId"]),
+        (status, &again["number"]),
+        (200, &joined["number"]),
         "re-joining keeps the place"
     );
     let (status, polled) = http("poll", &sample_file("poll.json"));
@@ -266,6 +279,28 @@ async fn healthy() {
         &sample_file("admit-wrong-kind.json"),
         "not_a_scheduled_event",
     );
+    println!("status, draw, a direct call");
+    let (status, public) = http("status", &sample_file("status.json"));
+    assert_eq!(status, 200, "{public}");
+    assert!(public["servingUpTo"].as_u64().unwrap_or(0) >= 4, "{public}");
+    assert_eq!(public["state"], "open", "{public}");
+    let (status, draw) = http("status", &sample_file("draw.json"));
+    assert_eq!(
+        (status, draw["error"]["code"].as_str()),
+        (404, Some("draw_not_published")),
+        "no pre-queue, no draw: {draw}"
+    );
+    let mut direct = sample("status.json");
+    direct["headers"]
+        .as_object_mut()
+        .unwrap()
+        .remove("x-lineup-origin");
+    let (status, refused) = http("status", &scratch("status-direct.json", &direct));
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (403, Some("direct_access_refused"))
+    );
+
     let (_, admitted) = http("poll", &sample_file("poll.json"));
     assert_eq!(admitted["status"], "admitted", "{admitted}");
     let token = admitted["accessToken"].as_str().unwrap().to_owned();
@@ -468,6 +503,7 @@ async fn unreachable() {
         ("poll", sample_file("poll.json")),
         ("hold", sample_file("seats.json")),
         ("confirm", confirm),
+        ("status", sample_file("status.json")),
     ] {
         match timed(function, &file) {
             Answer::Ok(response) => {

@@ -2,12 +2,18 @@
 //! DynamoDB does. Stock moto does not (measured: docs/decisions/0013-serialised-moto-launcher.md);
 //! `scripts/moto_server.py` puts one lock around DynamoDB requests. These tests hold the launcher
 //! to that, so a later race test that passes means Lineup is right, not that moto was lucky.
+//! It also rolls cancelled transactions back from the items they touched, not from copies of
+//! whole tables; the last tests hold it to leaving everything as it was.
+
+use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
-    ScalarAttributeType, TransactWriteItem, Update,
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, KeySchemaElement,
+    KeyType, Put, PutRequest, ScalarAttributeType, StreamSpecification, StreamViewType,
+    TransactWriteItem, Update, WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
 use futures::future::join_all;
@@ -201,4 +207,351 @@ async fn overlapping_transactions_are_all_or_nothing() {
         .send()
         .await
         .unwrap();
+}
+
+/// Every item of the table, by key, read back with consistent Scans.
+async fn whole_table(client: &Client, table: &str, key: &[&str]) -> BTreeMap<String, Item> {
+    let mut items = BTreeMap::new();
+    let mut start = None;
+    loop {
+        let page = client
+            .scan()
+            .table_name(table)
+            .consistent_read(true)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .expect("scan");
+        for item in page.items() {
+            let id = key
+                .iter()
+                .map(|attr| format!("{:?}", item[*attr]))
+                .collect::<Vec<_>>()
+                .join("|");
+            items.insert(id, item.clone());
+        }
+        start = page.last_evaluated_key().cloned();
+        if start.is_none() {
+            return items;
+        }
+    }
+}
+
+type Item = std::collections::HashMap<String, AttributeValue>;
+
+fn s(value: &str) -> AttributeValue {
+    AttributeValue::S(value.to_owned())
+}
+
+/// A table of `seats` items keyed `pk` (and `sk`, if `range`), with a NEW_AND_OLD_IMAGES stream.
+async fn seeded_table(client: &Client, seats: usize, range: bool) -> (String, String) {
+    let name = format!("undo-{}", uuid::Uuid::new_v4().simple());
+    let mut create = client
+        .create_table()
+        .table_name(&name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .stream_specification(
+            StreamSpecification::builder()
+                .stream_enabled(true)
+                .stream_view_type(StreamViewType::NewAndOldImages)
+                .build()
+                .unwrap(),
+        );
+    for (attr, kind) in [("pk", KeyType::Hash), ("sk", KeyType::Range)]
+        .into_iter()
+        .take(if range { 2 } else { 1 })
+    {
+        create = create
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name(attr)
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .unwrap(),
+            )
+            .key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name(attr)
+                    .key_type(kind)
+                    .build()
+                    .unwrap(),
+            );
+    }
+    let created = create.send().await.expect("create table");
+    let stream_arn = created
+        .table_description()
+        .and_then(|table| table.latest_stream_arn())
+        .expect("the table has a stream")
+        .to_owned();
+    let items: Vec<Item> = (0..seats)
+        .map(|n| {
+            let mut item = Item::from([
+                ("status".to_owned(), s("AVAILABLE")),
+                (
+                    "price".to_owned(),
+                    AttributeValue::N((4500 + n % 7).to_string()),
+                ),
+            ]);
+            if range {
+                // Fifty rows of seats; each row is one partition (hash key).
+                item.insert("pk".to_owned(), s(&format!("row-{}", n % 50)));
+                item.insert("sk".to_owned(), s(&format!("seat-{n}")));
+            } else {
+                item.insert("pk".to_owned(), s(&format!("seat-{n}")));
+            }
+            item
+        })
+        .collect();
+    for chunk in items.chunks(25) {
+        let writes = chunk
+            .iter()
+            .map(|item| {
+                WriteRequest::builder()
+                    .put_request(
+                        PutRequest::builder()
+                            .set_item(Some(item.clone()))
+                            .build()
+                            .unwrap(),
+                    )
+                    .build()
+            })
+            .collect();
+        client
+            .batch_write_item()
+            .request_items(&name, writes)
+            .send()
+            .await
+            .expect("seed");
+    }
+    (name, stream_arn)
+}
+
+fn key_of(range: bool, pk: &str, sk: &str) -> Item {
+    let mut key = Item::from([("pk".to_owned(), s(pk))]);
+    if range {
+        key.insert("sk".to_owned(), s(sk));
+    }
+    key
+}
+
+/// One transaction touching five items of the table: an Update of an existing item, a Put of a
+/// new one (in a partition of its own), a Put over an existing one, a Delete, and a Put of a new
+/// item into an existing partition. With `cancel`, a last ConditionCheck fails.
+fn five_writes(table: &str, range: bool, cancel: bool) -> Vec<TransactWriteItem> {
+    let key = |pk: &str, sk: &str| key_of(range, pk, sk);
+    let mut new_item = key("hold-new", "hold-new");
+    new_item.insert("status".to_owned(), s("HOLD"));
+    let (over_pk, delete_pk, beside_pk) = if range {
+        ("row-3", "row-4", "row-5")
+    } else {
+        ("seat-3", "seat-4", "seat-5-beside")
+    };
+    let mut over = key(over_pk, "seat-3");
+    over.insert("status".to_owned(), s("SOLD"));
+    let mut beside = key(beside_pk, "seat-beside");
+    beside.insert("status".to_owned(), s("HOLD"));
+    let (update_pk, check_pk) = if range {
+        ("row-2", "row-6")
+    } else {
+        ("seat-2", "seat-6")
+    };
+    let mut writes = vec![
+        TransactWriteItem::builder()
+            .update(
+                Update::builder()
+                    .table_name(table)
+                    .set_key(Some(key(update_pk, "seat-2")))
+                    .update_expression("SET #status = :held, held_by = :by REMOVE price")
+                    .condition_expression("#status = :available")
+                    .expression_attribute_names("#status", "status")
+                    .expression_attribute_values(":held", s("HELD"))
+                    .expression_attribute_values(":available", s("AVAILABLE"))
+                    .expression_attribute_values(":by", s("buyer"))
+                    .build()
+                    .unwrap(),
+            )
+            .build(),
+        TransactWriteItem::builder()
+            .put(
+                Put::builder()
+                    .table_name(table)
+                    .set_item(Some(new_item))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .build()
+                    .unwrap(),
+            )
+            .build(),
+        TransactWriteItem::builder()
+            .put(
+                Put::builder()
+                    .table_name(table)
+                    .set_item(Some(over))
+                    .build()
+                    .unwrap(),
+            )
+            .build(),
+        TransactWriteItem::builder()
+            .delete(
+                Delete::builder()
+                    .table_name(table)
+                    .set_key(Some(key(delete_pk, "seat-4")))
+                    .condition_expression("attribute_exists(pk)")
+                    .build()
+                    .unwrap(),
+            )
+            .build(),
+        TransactWriteItem::builder()
+            .put(
+                Put::builder()
+                    .table_name(table)
+                    .set_item(Some(beside))
+                    .build()
+                    .unwrap(),
+            )
+            .build(),
+    ];
+    if cancel {
+        writes.push(
+            TransactWriteItem::builder()
+                .condition_check(
+                    ConditionCheck::builder()
+                        .table_name(table)
+                        .set_key(Some(key(check_pk, "seat-6")))
+                        .condition_expression("#status = :sold")
+                        .expression_attribute_names("#status", "status")
+                        .expression_attribute_values(":sold", s("SOLD"))
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        );
+    }
+    writes
+}
+
+/// The launcher rolls a cancelled transaction back from the items it touched (not from copies of
+/// whole tables): afterwards every item of a table of thousands is exactly as before, including
+/// one the transaction created (gone again) and one it deleted (back), and the stream holds
+/// nothing of it; the same writes, not cancelled, all stand, and stream after what came before.
+async fn cancelled_transaction_leaves_the_table_as_it_was(range: bool) {
+    let client = client().await;
+    let (table, stream_arn) = seeded_table(&client, 3000, range).await;
+    let key: &[&str] = if range { &["pk", "sk"] } else { &["pk"] };
+    let before = whole_table(&client, &table, key).await;
+    assert_eq!(before.len(), 3000);
+    let streamed_before = lineup_tests::stream::stream_records(&stream_arn).await;
+    assert_eq!(streamed_before.len(), 3000);
+
+    let cancelled = client
+        .transact_write_items()
+        .set_transact_items(Some(five_writes(&table, range, true)))
+        .send()
+        .await
+        .expect_err("the condition check fails");
+    match cancelled.into_service_error() {
+        TransactWriteItemsError::TransactionCanceledException(e) => {
+            let codes: Vec<Option<&str>> = e
+                .cancellation_reasons()
+                .iter()
+                .map(|reason| reason.code().filter(|code| *code != "None"))
+                .collect();
+            assert_eq!(
+                codes,
+                [None, None, None, None, None, Some("ConditionalCheckFailed")]
+            );
+        }
+        other => panic!("not cancelled: {other:?}"),
+    }
+    let after = whole_table(&client, &table, key).await;
+    assert!(after == before, "the cancelled transaction left changes");
+    let get = |pk: &str, sk: &str| {
+        client
+            .get_item()
+            .table_name(&table)
+            .set_key(Some(key_of(range, pk, sk)))
+            .consistent_read(true)
+            .send()
+    };
+    assert!(get("hold-new", "hold-new").await.unwrap().item.is_none());
+    let deleted = if range { "row-4" } else { "seat-4" };
+    assert_eq!(
+        get(deleted, "seat-4").await.unwrap().item.unwrap()["status"],
+        s("AVAILABLE")
+    );
+    assert_eq!(
+        lineup_tests::stream::stream_records(&stream_arn).await,
+        streamed_before,
+        "a cancelled transaction streams nothing"
+    );
+
+    client
+        .transact_write_items()
+        .set_transact_items(Some(five_writes(&table, range, false)))
+        .send()
+        .await
+        .expect("the same writes, not cancelled");
+    let mut expected = before.clone();
+    for write in five_writes(&table, range, false) {
+        let id = |item: &Item| {
+            key.iter()
+                .map(|attr| format!("{:?}", item[*attr]))
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        if let Some(put) = write.put() {
+            expected.insert(id(put.item()), put.item().clone());
+        } else if let Some(delete) = write.delete() {
+            expected.remove(&id(delete.key()));
+        } else if let Some(update) = write.update() {
+            let item = expected.get_mut(&id(update.key())).unwrap();
+            item.insert("status".to_owned(), s("HELD"));
+            item.insert("held_by".to_owned(), s("buyer"));
+            item.remove("price");
+        }
+    }
+    assert!(
+        whole_table(&client, &table, key).await == expected,
+        "the committed transaction's writes all stand"
+    );
+    let streamed = lineup_tests::stream::stream_records(&stream_arn).await;
+    assert_eq!(
+        streamed[..3000],
+        streamed_before[..],
+        "earlier records unchanged"
+    );
+    let events: Vec<&str> = streamed[3000..]
+        .iter()
+        .map(|r| r["eventName"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["MODIFY", "INSERT", "MODIFY", "REMOVE", "INSERT"]);
+    let sequence: Vec<u128> = streamed
+        .iter()
+        .map(|r| {
+            r["dynamodb"]["SequenceNumber"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(
+        sequence.windows(2).all(|pair| pair[0] < pair[1]),
+        "sequence numbers rise and none is reused"
+    );
+    client
+        .delete_table()
+        .table_name(&table)
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_transaction_on_a_big_hash_table_leaves_it_as_it_was() {
+    cancelled_transaction_leaves_the_table_as_it_was(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_transaction_on_a_big_hash_and_range_table_leaves_it_as_it_was() {
+    cancelled_transaction_leaves_the_table_as_it_was(true).await;
 }

@@ -129,6 +129,8 @@ async fn seeding_a_new_event_writes_every_seat_available() {
 async fn open_set_and_close_change_what_they_name() {
     let sale = OnSale::with_seats(0).await;
     let queue = sale.queue.as_ref();
+    let records = lineup_tests::records().await;
+    let admin = admin(&sale, &records);
     let now = sale.clock.now();
     let change = |max_active, rate| SettingsChange {
         max_active,
@@ -136,8 +138,9 @@ async fn open_set_and_close_change_what_they_name() {
         ..SettingsChange::default()
     };
 
-    event_admin::close(queue, &sale.event).await.expect("close");
-    let set = event_admin::set(queue, &sale.event, &change(Some(7), None), now)
+    admin.close(&sale.event, now).await.expect("close");
+    let set = admin
+        .set(&sale.event, &change(Some(7), None), now)
         .await
         .expect("set");
     // `set` keeps the state (closed) and every setting it does not name.
@@ -149,7 +152,8 @@ async fn open_set_and_close_change_what_they_name() {
         "{refused:?}"
     );
 
-    let opened = event_admin::open(queue, &sale.event, &change(None, Some(3)), now)
+    let opened = admin
+        .open(&sale.event, &change(None, Some(3)), now)
         .await
         .expect("open");
     assert_eq!(opened.state, QueueState::Open);
@@ -161,10 +165,10 @@ async fn open_set_and_close_change_what_they_name() {
         .expect("join when open");
 
     let unknown = lineup_tests::fresh_event();
-    let missing = event_admin::set(queue, &unknown, &change(Some(1), None), now).await;
+    let missing = admin.set(&unknown, &change(Some(1), None), now).await;
     assert!(matches!(missing, Err(AdminError::UnknownEvent(_))));
     assert!(matches!(
-        event_admin::close(queue, &unknown).await,
+        admin.close(&unknown, now).await,
         Err(AdminError::UnknownEvent(_))
     ));
     assert!(queue.settings(&unknown).await.unwrap().is_none());
@@ -174,6 +178,8 @@ async fn open_set_and_close_change_what_they_name() {
 async fn a_ticket_limit_is_set_at_open_changed_cleared_and_never_touches_the_draw_seed() {
     let sale = OnSale::with_seats(0).await;
     let queue = sale.queue.as_ref();
+    let records = lineup_tests::records().await;
+    let admin = admin(&sale, &records);
     let now = sale.clock.now();
     let settings_key = lineup::queue::keys::EventKeys::new(&sale.event).settings;
     let redis = lineup_tests::redis().await;
@@ -199,17 +205,16 @@ async fn a_ticket_limit_is_set_at_open_changed_cleared_and_never_touches_the_dra
         None
     );
     assert_eq!(stored("ticket_limit").await, None, "no limit: no field");
-    let seed = stored("draw_seed")
-        .await
-        .expect("configuring made a draw seed");
 
     let limit = |n| SettingsChange {
         ticket_limit: Some(n),
         ..SettingsChange::default()
     };
-    let opened = event_admin::open(queue, &sale.event, &limit(4), now)
+    let opened = admin.open(&sale.event, &limit(4), now).await.expect("open");
+    // The first durable save made the event's seed; the cache holds that one.
+    let seed = stored("draw_seed")
         .await
-        .expect("open");
+        .expect("configuring made a draw seed");
     assert_eq!(opened.ticket_limit, Some(4));
     assert_eq!(stored("ticket_limit").await.as_deref(), Some("4"));
     assert_eq!(
@@ -219,15 +224,14 @@ async fn a_ticket_limit_is_set_at_open_changed_cleared_and_never_touches_the_dra
     assert!(event_admin::describe(&sale.event, &opened).contains("at most 4 tickets per customer"));
 
     // `set` changes the limit; a `set` that names something else keeps it.
-    let raised = event_admin::set(queue, &sale.event, &limit(6), now)
-        .await
-        .expect("set");
+    let raised = admin.set(&sale.event, &limit(6), now).await.expect("set");
     assert_eq!(raised.ticket_limit, Some(6));
     let repaced = SettingsChange {
         rate: Some(9),
         ..SettingsChange::default()
     };
-    let kept = event_admin::set(queue, &sale.event, &repaced, now)
+    let kept = admin
+        .set(&sale.event, &repaced, now)
         .await
         .expect("set rate");
     assert_eq!((kept.ticket_limit, kept.admit_per_second), (Some(6), 9));
@@ -238,20 +242,26 @@ async fn a_ticket_limit_is_set_at_open_changed_cleared_and_never_touches_the_dra
         no_ticket_limit: true,
         ..SettingsChange::default()
     };
-    let cleared = event_admin::set(queue, &sale.event, &clear, now)
-        .await
-        .expect("clear");
+    let cleared = admin.set(&sale.event, &clear, now).await.expect("clear");
     assert_eq!(cleared.ticket_limit, None);
     assert_eq!(stored("ticket_limit").await, None);
     assert_eq!(queue.settings(&sale.event).await.unwrap(), Some(cleared));
 
     // Refused changes change nothing.
     assert!(matches!(
-        event_admin::set(queue, &sale.event, &limit(0), now).await,
+        admin.set(&sale.event, &limit(0), now).await,
         Err(AdminError::ZeroTicketLimit)
     ));
     assert_eq!(stored("ticket_limit").await, None);
 
     // None of this re-rolled the pre-queue draw.
     assert_eq!(stored("draw_seed").await, Some(seed));
+}
+
+/// The operator's use cases over the sale's Redis and the shared events table.
+fn admin<'a>(
+    sale: &'a OnSale,
+    records: &'a lineup::event_records::dynamo::DynamoEventRecords,
+) -> event_admin::EventAdmin<'a> {
+    event_admin::EventAdmin::new(sale.queue.as_ref(), records, "a test")
 }

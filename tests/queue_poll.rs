@@ -1,6 +1,7 @@
-//! Polling: waiting customers learn position (once the event has opened: before, nothing in the
-//! answer depends on the drawn place), ETA and when to poll again; admitted ones get an
-//! access token that the token check accepts, and that nobody else can use.
+//! Polling: waiting customers learn their number and position (once the pre-queue is drawn:
+//! before, nothing in the answer depends on the draw), ETA and when to read the status again;
+//! admitted ones claim with it and get an access token that the token check accepts, and that
+//! nobody else can use.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -11,39 +12,38 @@ use lineup::clock::{Clock, FixedClock};
 use lineup::event_settings::{EventSettings, QueueState};
 use lineup::http::{join, poll};
 use lineup::ids::{CustomerId, EventId};
-use lineup::queue::{Admitter, Standing, WaitingLine};
+use lineup::queue::{Admitter, WaitingLine};
 use lineup::LineupError;
 use lineup_tests::*;
-
-fn queue_id(event: &EventId, customer: &CustomerId) -> String {
-    signing_key().queue_id(event, customer).as_str().to_owned()
-}
 
 #[tokio::test]
 async fn a_waiting_customer_gets_position_eta_and_a_poll_interval_that_grows_with_the_wait() {
     let queue = queue();
     let clock = Arc::new(FixedClock::at(SystemTime::now()));
-    let api = api(queue.clone(), clock.clone());
+    let api = api(queue.clone(), clock.clone()).await;
     let event = open_event(&queue, clock.now()).await; // 50 admissions/s configured, none measured yet
     for n in 0..5_000 {
         queue.join(&event, &customer(n), clock.now()).await.unwrap();
     }
 
-    let front = poll::handle(
-        &api,
-        poll_request(&event, &customer(10), &queue_id(&event, &customer(10))),
-    )
-    .await;
+    let front_ticket = queue_id(&event, &customer(10)).await;
+    let front = poll::handle(&api, poll_request(&event, &customer(10), &front_ticket)).await;
     assert_eq!(front.status(), StatusCode::OK);
     let front_body = body(&front);
     assert_eq!(front_body["status"], "waiting");
+    assert_eq!(front_body["number"], 11);
     assert_eq!(front_body["position"], 10);
-    assert_eq!(front_body["queueId"], queue_id(&event, &customer(10)));
+    assert_eq!(front_body["servingUpTo"], 0);
+    assert_eq!(
+        front_body["queueId"],
+        front_ticket.as_str(),
+        "the ticket is kept"
+    );
     assert_eq!(front_body["etaSeconds"], 1, "11 customers at 50/s");
     assert_eq!(
         retry_after(&front),
         Some(5),
-        "near the front: poll every 5 s"
+        "near the front: read the status every 5 s"
     );
 
     let back = poll::handle(
@@ -51,25 +51,21 @@ async fn a_waiting_customer_gets_position_eta_and_a_poll_interval_that_grows_wit
         poll_request(
             &event,
             &customer(4_999),
-            &queue_id(&event, &customer(4_999)),
+            &queue_id(&event, &customer(4_999)).await,
         ),
     )
     .await;
     let back_body = body(&back);
     assert_eq!(back_body["position"], 4_999);
     assert_eq!(back_body["etaSeconds"], 100, "5,000 customers at 50/s");
-    assert_eq!(
-        retry_after(&back),
-        Some(10),
-        "further back: poll less often"
-    );
+    assert_eq!(retry_after(&back), Some(10), "further back: less often");
 }
 
 #[tokio::test]
 async fn the_eta_follows_the_measured_admission_rate() {
     let queue = queue();
     let clock = Arc::new(FixedClock::at(SystemTime::now()));
-    let api = api(queue.clone(), clock.clone());
+    let api = api(queue.clone(), clock.clone()).await;
     let event = fresh_event();
     let settings = EventSettings {
         max_active: 10_000,
@@ -86,14 +82,16 @@ async fn the_eta_follows_the_measured_admission_rate() {
         clock.advance(Duration::from_secs(2));
     }
     let last = customer(1_999);
-    let response = poll::handle(&api, poll_request(&event, &last, &queue_id(&event, &last))).await;
+    let ticket = queue_id(&event, &last).await;
+    let response = poll::handle(&api, poll_request(&event, &last, &ticket)).await;
     let body = body(&response);
     let position = body["position"].as_u64().unwrap();
     assert_eq!(position, 1_999 - 13 * 20);
+    assert_eq!(body["servingUpTo"], 13 * 20);
     let eta = body["etaSeconds"].as_u64().unwrap();
     assert!(
         (170..=176).contains(&eta),
-        "{position} ahead at ~10/s measured should be ~174 s, got {eta}"
+        "{position} ahead at ~10 numbers/s measured should be ~174 s, got {eta}"
     );
 }
 
@@ -101,7 +99,7 @@ async fn the_eta_follows_the_measured_admission_rate() {
 async fn an_admitted_customer_gets_a_token_that_only_they_can_use_for_that_event() {
     let queue = queue();
     let clock = Arc::new(FixedClock::at(SystemTime::now()));
-    let api = api(queue.clone(), clock.clone());
+    let api = api(queue.clone(), clock.clone()).await;
     let event = open_event(&queue, clock.now()).await;
     let other_event = open_event(&queue, clock.now()).await;
     let (alice, bob) = (customer(1), customer(2));
@@ -115,11 +113,9 @@ async fn an_admitted_customer_gets_a_token_that_only_they_can_use_for_that_event
         assert_eq!(queue.admit_tick(e, clock.now()).await.unwrap().admitted, 2);
     }
 
-    let response = poll::handle(
-        &api,
-        poll_request(&event, &alice, &queue_id(&event, &alice)),
-    )
-    .await;
+    // Admitted, not yet claimed: the poll is the claim.
+    let ticket = ticket_at(&event, &alice, Some(1), clock.now());
+    let response = poll::handle(&api, poll_request(&event, &alice, &ticket)).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(retry_after(&response), None);
     let admitted = body(&response);
@@ -232,7 +228,7 @@ async fn an_admitted_customer_gets_a_token_that_only_they_can_use_for_that_event
 async fn waiting_customers_of_a_closed_event_are_told_so_and_new_joins_are_refused() {
     let queue = queue();
     let clock = Arc::new(FixedClock::at(SystemTime::now()));
-    let api = api(queue.clone(), clock.clone());
+    let api = api(queue.clone(), clock.clone()).await;
     let event = open_event(&queue, clock.now()).await;
     assert_eq!(
         join::handle(&api, join_request(&event, &customer(1)))
@@ -246,11 +242,8 @@ async fn waiting_customers_of_a_closed_event_are_told_so_and_new_joins_are_refus
     };
     configure(&queue, &event, settings).await;
 
-    let response = poll::handle(
-        &api,
-        poll_request(&event, &customer(1), &queue_id(&event, &customer(1))),
-    )
-    .await;
+    let ticket = queue_id(&event, &customer(1)).await;
+    let response = poll::handle(&api, poll_request(&event, &customer(1), &ticket)).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(body(&response)["status"], "closed");
     let late = join::handle(&api, join_request(&event, &customer(2))).await;
@@ -259,55 +252,59 @@ async fn waiting_customers_of_a_closed_event_are_told_so_and_new_joins_are_refus
 }
 
 #[tokio::test]
-async fn before_opening_a_poll_answers_alike_whatever_the_drawn_place() {
+async fn before_the_draw_a_poll_answers_alike_whatever_the_draw_will_be() {
     let queue = queue();
     let start = SystemTime::now();
     let clock = Arc::new(FixedClock::at(start));
-    let api = api(queue.clone(), clock.clone());
+    let api = api(queue.clone(), clock.clone()).await;
     let event = fresh_event();
     let opens_in = Duration::from_secs(1_800);
-    configure(&queue, &event, EventSettings::opening_at(start + opens_in)).await;
+    // Admitting nobody: this test looks at the numbers.
+    let settings = EventSettings {
+        admit_per_second: 0,
+        ..EventSettings::opening_at(start + opens_in)
+    };
+    configure(&queue, &event, settings).await;
     for n in 0..50 {
         queue.join(&event, &customer(n), clock.now()).await.unwrap();
     }
-    // Who drew the front and the back (the place is only read with a clock past opening).
-    let mut places = Vec::new();
-    for n in 0..50 {
-        match queue.standing(&event, &customer(n), start + opens_in).await {
-            Ok(Some(Standing::Waiting { position, .. })) => places.push((position, n)),
-            other => panic!("customer {n}: {other:?}"),
-        }
-    }
-    places.sort_unstable();
-    let (front, back) = (customer(places[0].1), customer(places[49].1));
 
     let poll_of = |customer: CustomerId| {
         let (api, event) = (api.clone(), event.clone());
         async move {
-            let response = poll::handle(
-                &api,
-                poll_request(&event, &customer, &queue_id(&event, &customer)),
-            )
-            .await;
+            let ticket = queue_id(&event, &customer).await;
+            let response = poll::handle(&api, poll_request(&event, &customer, &ticket)).await;
             assert_eq!(response.status(), StatusCode::OK);
             let mut body = body(&response);
-            body.as_object_mut().unwrap().remove("queueId");
+            for varying in ["queueId", "entrant"] {
+                body.as_object_mut().unwrap().remove(varying);
+            }
             (body, retry_after(&response))
         }
     };
-    let (front_seen, back_seen) = (poll_of(front.clone()).await, poll_of(back.clone()).await);
-    assert_eq!(
-        front_seen, back_seen,
-        "the first and the last of the pre-queue get the same answer before opening"
-    );
-    let (seen, retry) = front_seen;
+    let first = poll_of(customer(0)).await;
+    for n in 1..50 {
+        assert_eq!(poll_of(customer(n)).await, first, "customer {n}");
+    }
+    let (seen, retry) = first;
     assert_eq!(seen["status"], "waiting");
+    assert!(seen.get("number").is_none(), "{seen}");
     assert!(seen.get("position").is_none(), "{seen}");
     assert_eq!(seen["etaSeconds"], 1_800, "the ETA counts to the opening");
     assert!(seen["opensAt"].is_string(), "{seen}");
-    assert_eq!(retry, Some(60));
+    assert_eq!(retry, Some(180), "a tenth of the wait");
 
+    // Drawn at opening: now each has a number, 1 to 50.
     clock.advance(opens_in);
-    assert_eq!(poll_of(front).await.0["position"], 0);
-    assert_eq!(poll_of(back).await.0["position"], 49);
+    Admission::new(queue.clone())
+        .await
+        .tick(&event, clock.now())
+        .await;
+    let mut numbers = Vec::new();
+    for n in 0..50 {
+        let (seen, _) = poll_of(customer(n)).await;
+        numbers.push(seen["number"].as_u64().expect("a number after the draw"));
+    }
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1..=50).collect::<Vec<_>>());
 }

@@ -57,7 +57,10 @@ async fn the_whole_queue_cycle_works_on_a_cluster_across_shards() {
             admit_per_second: 5,
             ..EventSettings::opening_at(now - Duration::from_secs(1))
         };
-        queue.configure(event, &settings).await.expect("configure");
+        queue
+            .configure(event, &settings, &lineup::draw::DrawSeed::generate())
+            .await
+            .expect("configure");
         for n in 0..10 {
             queue.join(event, &customer(n), now).await.expect("join");
         }
@@ -106,7 +109,7 @@ async fn the_whole_queue_cycle_works_on_a_cluster_across_shards() {
         )
         .await
         .is_err());
-        assert!(queue.close(event).await.unwrap());
+        assert!(queue.close(event, false).await.unwrap());
     }
     let open = queue.open_events().await.unwrap();
     assert!(

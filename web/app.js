@@ -1,5 +1,6 @@
-// Lineup waiting room: join an event's queue, wait to be admitted, choose and hold seats, pay
-// (through the local simulated payment provider) and see the issued ticket.
+// Lineup waiting room: join an event's queue, wait for your number to be called (reading the
+// public status the CDN serves; a pre-queue number from the published draw), choose and hold
+// seats, pay (through the local simulated payment provider) and see the issued ticket.
 //
 // The HTTP contract is openapi.yaml. This page is served by `lineup dev`, so the API is on the
 // same origin. Identity is an UNSIGNED JWT made here from the "Your name" field: the local
@@ -10,7 +11,9 @@ const MAX_SEATS = 4;
 const SEAT_REFRESH_MS = 5000;
 const ORDER_POLL_MS = 1000;
 const TICKET_POLL_MS = 1000;
-const DEFAULT_POLL_S = 5;
+const DEFAULT_POLL_S = 5; // also the status read interval at the front of the queue
+const MAX_STATUS_READ_S = 300; // far back, the status is read at most this far apart
+const CHUNK_FETCH_SPREAD_S = 10; // a pre-queue entrant fetches its draw chunk within this
 const JUST_TAKEN_MS = 15000; // the seat map may lag: keep seats we were told are taken marked
 const CUSTOMER_RE = /^[!-~]{1,128}$/; // the API's rule for `sub`: 1-128 visible ASCII
 
@@ -40,8 +43,11 @@ const state = {
   customer: '',
   // idle | joining | waiting | choosing | holding | held | paying | paid | closed
   phase: 'idle',
-  queueId: null,
-  startPosition: null,
+  queueId: null, // the latest signed ticket: what a poll (the claim) and a reload use
+  number: null, // our queue number, once known
+  entrant: null, // before the draw: our hash in the pre-queue, to find the number by
+  startDistance: null, // the distance to the front when first seen, for the progress bar
+  restoreAnswered: null, // the status's restoredAt we last polled for
   accessToken: null,
   admissionExpiresAt: null,
   seats: [],
@@ -288,6 +294,30 @@ function saveSession(patch) {
   }
 }
 
+// The queue ticket survives closing the tab (localStorage): coming back, the page polls with it
+// rather than joining again.
+const ticketKey = () => `lineup.ticket.${state.eventId}.${state.customer}`;
+function loadTicket() {
+  try {
+    const ticket = JSON.parse(localStorage.getItem(ticketKey()) ?? 'null');
+    return ticket && typeof ticket === 'object' ? ticket : {};
+  } catch {
+    return {};
+  }
+}
+function saveTicket(patch) {
+  try {
+    const next = { ...loadTicket(), ...patch };
+    for (const key of Object.keys(next)) if (next[key] == null) delete next[key];
+    localStorage.setItem(ticketKey(), JSON.stringify(next));
+  } catch {
+    /* storage full or disabled: a reload joins again (and keeps the place) */
+  }
+}
+function forgetTicket() {
+  try { localStorage.removeItem(ticketKey()); } catch { /* nothing kept */ }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Phases: which sections and buttons show
 
@@ -385,9 +415,11 @@ function setCustomer(customer) {
   try { sessionStorage.setItem(CUSTOMER_KEY, customer); } catch { /* ignore */ }
 }
 
-/** After a reload: pick up an open order or queue place of this customer in this tab. */
+/** After a reload: pick up an open order (this tab) or the queue ticket (this browser) of this
+ *  customer. A held ticket is polled with, never joined again: the place is kept either way. */
 async function resume() {
   const saved = loadSession();
+  const ticket = loadTicket();
   if (saved.orderId) {
     try {
       const r = await api('GET', `/orders/${enc(saved.orderId)}`);
@@ -395,7 +427,7 @@ async function resume() {
         const order = r.data;
         if (order.status === 'PENDING' && Date.parse(order.expiresAt) > serverNow()) {
           noteServerDate(r.date);
-          if (saved.queueId) state.queueId = saved.queueId;
+          if (ticket.queueId) state.queueId = ticket.queueId;
           showOrder(order, { announce: false });
           notify('Welcome back: your seats are still held.', 'info');
           return;
@@ -412,8 +444,10 @@ async function resume() {
     }
     saveSession({ orderId: null });
   }
-  if (saved.queueId) {
-    state.queueId = saved.queueId;
+  if (ticket.queueId) {
+    state.queueId = ticket.queueId;
+    state.number = Number.isInteger(ticket.number) ? ticket.number : null;
+    state.entrant = typeof ticket.entrant === 'string' ? ticket.entrant : null;
     setQueueStatus('waiting', 'Checking your place in the queue…');
     await pollQueue();
   }
@@ -421,6 +455,16 @@ async function resume() {
 
 // ---------------------------------------------------------------------------------------------
 // The queue
+//
+// Joining gives a queue number and a signed ticket (queueId). From then on the page reads the
+// event's public status, which the CDN serves (no name, the same for everyone): the distance is
+// `number − servingUpTo`, the ETA that distance at `advancePerSecond`, and the next read comes
+// after a tenth of the ETA (5 s near the front, at most 5 minutes far back). When `servingUpTo`
+// reaches the number, the page claims once at the server, which answers with the access token.
+// Before opening there is no number: the pre-queue is drawn at opening, and the page finds its
+// number in the published draw by the entrant hash the join gave. The server is asked only to
+// join, to claim, when the draw does not list us, and once after a restore the status announces
+// (`restoredAt`: the server lost the queue; our older ticket puts us back).
 
 async function join() {
   if (!validateCustomer({ resumeSession: false })) {
@@ -440,7 +484,7 @@ async function join() {
     return;
   }
   if (r.status === 200 || r.status === 201) {
-    state.startPosition = null;
+    state.startDistance = null;
     handleStanding(r.data, r.retryAfter, r.date);
     if (state.phase === 'waiting') focusHeading(el.queueHeading);
     return;
@@ -464,52 +508,35 @@ async function join() {
   notify(p.message, 'error');
 }
 
-/** What joining or polling said: waiting, admitted, expired or closed. */
+/** What joining or a poll (the claim) said: waiting (with a number, or in the pre-queue),
+ *  admitted, expired or closed. */
 function handleStanding(standing, retryAfter, date) {
   if (!standing || typeof standing !== 'object') {
     notify('The server sent an answer this page does not understand; trying again shortly.', 'error');
     setPhase('waiting');
-    schedulePoll(DEFAULT_POLL_S);
+    scheduleStatusRead(DEFAULT_POLL_S);
     return;
   }
   noteServerDate(date);
-  if (standing.queueId) {
+  if (typeof standing.queueId === 'string') {
+    // The latest ticket: once it states the number, it is the one that restores the place.
     state.queueId = standing.queueId;
-    saveSession({ queueId: standing.queueId });
+    saveTicket({ queueId: standing.queueId });
   }
   switch (standing.status) {
     case 'waiting': {
       setQueueStatus('waiting', 'You are in the queue. Keep this page open; it updates by itself.');
-      if (standing.position === undefined || standing.position === null) {
-        // Before opening the server shows no position: pre-queue places are drawn, later early
-        // arrivals land ahead at random, and a shown place would let someone with many accounts
-        // keep only the one that drew best. The ETA then counts to the opening.
-        el.position.textContent = 'You are in the pre-queue: your place is drawn at opening.';
-        delete el.position.dataset.position;
-        el.position.dataset.preQueue = 'true';
-        const opens = standing.opensAt ? ` at ${timeFormat.format(new Date(standing.opensAt))}` : '';
-        el.eta.textContent = `The sale opens${opens}, in ${describeEta(Number(standing.etaSeconds) || 0)}. ` +
-          'Everyone who joins before then gets a random place ahead of later arrivals; joining again does not change it.';
-        state.startPosition = null;
-        el.progress.removeAttribute('value'); // indeterminate until there is a place to show
-        el.progress.setAttribute('aria-valuetext', 'Waiting for the sale to open');
-      } else {
-        const position = Math.max(0, Number(standing.position) || 0);
-        if (state.startPosition === null || position > state.startPosition) state.startPosition = position;
-        const ahead = position;
-        el.position.textContent = ahead === 0
-          ? 'You are next!'
-          : `You are number ${(ahead + 1).toLocaleString()} in line (${plural(ahead, 'person', 'people')} ahead of you).`;
-        el.position.dataset.position = String(position);
-        delete el.position.dataset.preQueue;
-        el.eta.textContent = `Estimated wait: ${describeEta(Number(standing.etaSeconds) || 0)}.`;
-        // From where you joined (a sliver) to the front (full: you are next).
-        el.progress.max = state.startPosition + 1;
-        el.progress.value = state.startPosition - position + 1;
-        el.progress.setAttribute('aria-valuetext', ahead === 0 ? 'You are next' : `${plural(ahead, 'person', 'people')} ahead`);
+      if (Number.isInteger(standing.number)) {
+        learnNumber(standing.number);
+        showPlace(standing.number, Number(standing.servingUpTo) || 0, Number(standing.etaSeconds) || 0);
+      } else if (typeof standing.entrant === 'string') {
+        state.entrant = standing.entrant;
+        state.number = null;
+        saveTicket({ entrant: standing.entrant, number: null });
+        showPreQueue({ opensAt: standing.opensAt, etaSeconds: Number(standing.etaSeconds) || 0 });
       }
       if (state.phase !== 'waiting') setPhase('waiting');
-      schedulePoll(retryAfter ?? DEFAULT_POLL_S);
+      scheduleStatusRead(retryAfter ?? DEFAULT_POLL_S);
       break;
     }
     case 'admitted': {
@@ -517,10 +544,11 @@ function handleStanding(standing, retryAfter, date) {
       state.admissionExpiresAt = standing.expiresAt;
       const until = Date.parse(standing.expiresAt);
       setQueueStatus('admitted', `It is your turn! Hold your seats before ${timeFormat.format(new Date(until - state.clockSkewMs))}.`);
-      el.position.textContent = '';
-      delete el.position.dataset.position;
-      delete el.position.dataset.preQueue;
-      el.eta.textContent = '';
+      clearPlace();
+      if (state.number !== null) {
+        el.position.dataset.number = String(state.number);
+        el.position.textContent = `Your number ${state.number.toLocaleString()} has been called.`;
+      }
       el.progress.max = 1;
       el.progress.value = 1;
       el.progress.setAttribute('aria-valuetext', 'At the front');
@@ -539,37 +567,204 @@ function handleStanding(standing, retryAfter, date) {
       break;
     default:
       notify('The server sent a queue status this page does not know; trying again shortly.', 'error');
-      schedulePoll(DEFAULT_POLL_S);
+      scheduleStatusRead(DEFAULT_POLL_S);
   }
+}
+
+function learnNumber(number) {
+  state.number = number;
+  state.entrant = null;
+  saveTicket({ number, entrant: null });
+}
+
+/** The number, where the queue is, the distance and the ETA. */
+function showPlace(number, servingUpTo, etaSeconds) {
+  const distance = Math.max(0, number - servingUpTo);
+  el.position.dataset.number = String(number);
+  el.position.dataset.servingUpTo = String(servingUpTo);
+  el.position.dataset.distance = String(distance);
+  delete el.position.dataset.preQueue;
+  if (distance === 0) {
+    el.position.textContent = `Your number is ${number.toLocaleString()}, and it has been called!`;
+    el.eta.textContent = 'Claiming your turn…';
+  } else {
+    el.position.textContent = `Your number is ${number.toLocaleString()}.`;
+    el.eta.textContent = `Now serving up to ${servingUpTo.toLocaleString()}: ${plural(distance, 'number', 'numbers')} to go ` +
+      `before yours. Estimated wait: ${describeEta(etaSeconds)}.`;
+  }
+  // From where you first stood (a sliver) to the front (full: called).
+  if (state.startDistance === null || distance > state.startDistance) state.startDistance = distance;
+  el.progress.max = state.startDistance + 1;
+  el.progress.value = state.startDistance - distance + 1;
+  el.progress.setAttribute('aria-valuetext', distance === 0 ? 'Your number is called' : `${plural(distance, 'number', 'numbers')} to go`);
+}
+
+/** Before the draw: no number yet. `drawPublished`: the draw is out, the number is being found. */
+function showPreQueue({ opensAt, etaSeconds, drawPublished = false }) {
+  delete el.position.dataset.number;
+  delete el.position.dataset.servingUpTo;
+  delete el.position.dataset.distance;
+  el.position.dataset.preQueue = 'true';
+  state.startDistance = null;
+  el.progress.removeAttribute('value'); // indeterminate until there is a number
+  if (drawPublished) {
+    el.position.textContent = 'You are in the pre-queue: the draw is published, looking up your number…';
+    el.eta.textContent = '';
+    el.progress.setAttribute('aria-valuetext', 'Looking up your number in the draw');
+    return;
+  }
+  // No number before opening: pre-queue places are drawn, and a number shown early would let
+  // someone with many accounts keep only the one that drew best.
+  el.position.textContent = 'You are in the pre-queue: the draw happens at opening.';
+  const opens = opensAt && !Number.isNaN(Date.parse(opensAt)) ? ` at ${timeFormat.format(new Date(Date.parse(opensAt) - state.clockSkewMs))}` : '';
+  el.eta.textContent = etaSeconds > 0
+    ? `The sale opens${opens}, in ${describeEta(etaSeconds)}. Everyone who joins before then gets a number from the draw, ahead of later arrivals; joining again does not change it.`
+    : 'The sale is opening: the draw gives everyone in the pre-queue a number, ahead of later arrivals.';
+  el.progress.setAttribute('aria-valuetext', 'Waiting for the draw at opening');
+}
+
+function clearPlace() {
+  el.position.textContent = '';
+  for (const key of ['number', 'servingUpTo', 'distance', 'preQueue']) delete el.position.dataset[key];
+  el.eta.textContent = '';
 }
 
 function endQueue(status, text, joinLabel) {
   state.accessToken = null;
   state.admissionExpiresAt = null;
   state.chosen = [];
+  state.number = null;
+  state.entrant = null;
   cancel('admission');
   setQueueStatus(status, text);
-  el.position.textContent = '';
-  delete el.position.dataset.position;
-  delete el.position.dataset.preQueue;
-  el.eta.textContent = '';
+  clearPlace();
   el.join.textContent = joinLabel;
-  saveSession({ queueId: null });
+  forgetTicket();
   setPhase('idle');
 }
 
-function schedulePoll(seconds) {
-  // The server says when to ask again (Retry-After); we add the small jitter the contract asks
-  // for, so that a crowd does not poll in lockstep.
+/** The status is read again after `seconds` (a small jitter added, so a crowd does not read in
+ *  lockstep); once the page is visible again if it is hidden then. */
+function scheduleStatusRead(seconds) {
   later('poll', withJitter(seconds), () => {
     if (document.visibilityState === 'hidden') {
-      state.pollDeferred = true; // poll once as soon as the page is visible again
+      state.pollDeferred = true;
       return;
     }
-    pollQueue();
+    readStatus();
   });
 }
 
+/** Seconds until `number` is called at the status's pace (as `EventStatus::eta`). */
+function etaFor(status, number) {
+  const distance = Math.max(0, number - (Number(status.servingUpTo) || 0));
+  const advance = Number(status.advancePerSecond);
+  return distance / (Number.isFinite(advance) && advance > 0 ? advance : 1);
+}
+
+/** When to read the status next, given an ETA: a tenth of it, within 5 s and 5 minutes (as
+ *  `wait_policy::next_status_read`). */
+function nextRead(etaSeconds) {
+  return Math.min(MAX_STATUS_READ_S, Math.max(DEFAULT_POLL_S, Math.ceil(Math.floor(etaSeconds) / 10)));
+}
+
+const saleOver = (status) => status.state === 'closed' || status.state === 'sold_out';
+
+/** Whether the status announces a restore (the server lost the queue and re-loaded it) that our
+ *  ticket predates: then one poll with it puts us back. Once per restore. */
+function restoreToAnswer(status) {
+  const restoredAt = status.restoredAt;
+  if (typeof restoredAt !== 'string' || restoredAt === state.restoreAnswered) return false;
+  const issued = Number(String(state.queueId).split('.')[1]); // <number>.<issued ms>.<mac>
+  const restored = Date.parse(restoredAt);
+  return !(Number.isFinite(issued) && Number.isFinite(restored)) || issued < restored;
+}
+
+/** One read of the public status (through the CDN; no name sent), and what it means for us. */
+async function readStatus() {
+  if (state.phase !== 'waiting' || !state.queueId) return;
+  let status;
+  try {
+    const response = await fetch(`/events/${enc(state.eventId)}/status`, { headers: { Accept: 'application/json' } });
+    if (response.status !== 200) {
+      const retry = Number(response.headers.get('Retry-After'));
+      scheduleStatusRead(Number.isFinite(retry) && retry > 0 ? retry : DEFAULT_POLL_S);
+      return;
+    }
+    status = await response.json();
+  } catch {
+    notify(`${UNREACHABLE} trying again in ${DEFAULT_POLL_S} seconds.`, 'error');
+    scheduleStatusRead(DEFAULT_POLL_S);
+    return;
+  }
+  if (state.phase !== 'waiting') return;
+  if (el.message.dataset.kind === 'error') clearNotice();
+  if (restoreToAnswer(status)) {
+    state.restoreAnswered = status.restoredAt;
+    pollQueue(); // puts us back at our number (or claims, if it was called)
+    return;
+  }
+  const number = state.number;
+  if (number !== null && Number(status.servingUpTo) >= number) {
+    showPlace(number, Number(status.servingUpTo), 0);
+    pollQueue(); // the claim
+    return;
+  }
+  if (saleOver(status)) {
+    endQueue('closed', 'The queue is closed: the event is sold out or was closed.', 'Join the queue');
+    setPhase('closed');
+    notify('Sorry, this event is sold out or closed.', 'error');
+    return;
+  }
+  if (number !== null) {
+    const eta = etaFor(status, number);
+    showPlace(number, Number(status.servingUpTo) || 0, eta);
+    scheduleStatusRead(nextRead(eta));
+    return;
+  }
+  const prefixLength = Number(status.draw?.prefixLength);
+  if (status.draw?.published && Number.isInteger(prefixLength) && state.entrant) {
+    showPreQueue({ drawPublished: true });
+    // Spread over a few seconds so that a big pre-queue does not fetch its chunks at once;
+    // within a quarter of the claim window, as the first numbers are called at once.
+    const spread = Math.min(CHUNK_FETCH_SPREAD_S, (Number(status.claimWindowSeconds) || 60) / 4);
+    later('poll', Math.random() * spread * 1000, () => findNumber(prefixLength));
+    return;
+  }
+  const untilOpening = Math.max(0, (Date.parse(status.opensAt) - serverNow()) / 1000) || 0;
+  showPreQueue({ opensAt: status.opensAt, etaSeconds: untilOpening });
+  scheduleStatusRead(status.state === 'pre_queue' ? nextRead(untilOpening) : DEFAULT_POLL_S);
+}
+
+/** Our number in the published draw: the chunk of entrants sharing our hash's first digits.
+ *  Only if it does not list us (we left) does the server decide. */
+async function findNumber(prefixLength) {
+  const entrant = state.entrant;
+  if (state.phase !== 'waiting' || !entrant) return;
+  let found = null;
+  try {
+    const response = await fetch(`/events/${enc(state.eventId)}/draw/${enc(entrant.slice(0, prefixLength))}`,
+      { headers: { Accept: 'application/json' } });
+    if (response.status === 200) {
+      const chunk = await response.json();
+      const entry = Array.isArray(chunk?.entries) ? chunk.entries.find((e) => Array.isArray(e) && e[0] === entrant) : null;
+      if (entry && Number.isInteger(entry[1])) found = entry[1];
+    }
+  } catch {
+    scheduleStatusRead(DEFAULT_POLL_S); // read the status again, then fetch again
+    return;
+  }
+  if (found === null) {
+    pollQueue();
+    return;
+  }
+  learnNumber(found);
+  notify(`The draw is published: your number is ${found.toLocaleString()}.`, 'info');
+  readStatus(); // where the queue is now
+}
+
+/** Asks the server where we stand: the claim when our number is called, after a reload, or
+ *  when the draw does not list us. */
 async function pollQueue() {
   if (!state.queueId) return;
   let r;
@@ -578,7 +773,7 @@ async function pollQueue() {
   } catch {
     notify(`${UNREACHABLE} trying again in ${DEFAULT_POLL_S} seconds.`, 'error');
     if (state.phase !== 'waiting') setPhase('waiting');
-    schedulePoll(DEFAULT_POLL_S);
+    later('poll', withJitter(DEFAULT_POLL_S), pollQueue);
     return;
   }
   if (r.status === 200) {
@@ -590,7 +785,7 @@ async function pollQueue() {
     const s = r.retryAfter ?? DEFAULT_POLL_S;
     notify(`The service is busy, retrying in ${s} seconds.`, 'info');
     if (state.phase !== 'waiting') setPhase('waiting');
-    schedulePoll(s);
+    later('poll', withJitter(s), pollQueue);
     return;
   }
   const p = problem(r);
@@ -600,7 +795,7 @@ async function pollQueue() {
     return;
   }
   notify(p.message, 'error');
-  if (state.phase === 'waiting') schedulePoll(DEFAULT_POLL_S);
+  if (state.phase === 'waiting') later('poll', withJitter(DEFAULT_POLL_S), pollQueue);
 }
 
 async function leave() {
@@ -1116,7 +1311,7 @@ async function watchOrder(order, startedAt) {
       if (status === 'PAID') {
         if (statusCell) statusCell.textContent = 'Paid';
         state.order = r.data;
-        saveSession({ queueId: null }); // a paid order ends the admission
+        forgetTicket(); // a paid order ends the admission
         state.accessToken = null;
         cancel('admission');
         setQueueStatus('done', 'You have finished: your order is paid.');
@@ -1127,7 +1322,8 @@ async function watchOrder(order, startedAt) {
         return;
       }
       if (status === 'REFUND_REQUIRED') {
-        saveSession({ orderId: null, queueId: null });
+        saveSession({ orderId: null });
+        forgetTicket();
         state.accessToken = null;
         cancel('admission');
         setQueueStatus('done', 'Your payment is being refunded.');
@@ -1205,8 +1401,11 @@ function showTicket(ticket) {
 function startOver() {
   state.order = null;
   state.queueId = null;
+  state.number = null;
+  state.entrant = null;
   state.chosen = [];
-  saveSession({ orderId: null, queueId: null });
+  saveSession({ orderId: null });
+  forgetTicket();
   el.ticket.hidden = true;
   el.again.hidden = true;
   el.ticketHeading.textContent = 'Your ticket';
@@ -1233,6 +1432,8 @@ function validateCustomer({ resumeSession = true } = {}) {
   if (value !== state.customer) {
     setCustomer(value);
     state.queueId = null;
+    state.number = null;
+    state.entrant = null;
     if (resumeSession) resume();
   }
   return true;
@@ -1257,7 +1458,7 @@ document.addEventListener('visibilitychange', () => {
   if (document.visibilityState !== 'visible') return;
   if (state.phase === 'waiting' && state.pollDeferred) {
     state.pollDeferred = false;
-    pollQueue();
+    readStatus();
   }
   if (state.phase === 'held') tickCountdown();
 });

@@ -1,13 +1,16 @@
-//! The command line: `lineup dev`, `lineup seed`, `lineup event open|close|set|show` and
-//! `lineup simulate`. Parsing only; each command's work lives in its own module.
+//! The command line: `lineup dev`, `lineup seed`, `lineup event open|close|set|show`,
+//! `lineup simulate`, `lineup plan` and `lineup verify-draw`. Parsing only; each command's work
+//! lives in its own module.
 
 use clap::{Parser, Subcommand};
 
 use crate::dev::DevArgs;
 use crate::endpoints::EndpointArgs;
 use crate::event_admin::SettingsChange;
+use crate::plan::PlanArgs;
 use crate::simulate::SimulateArgs;
 use crate::venue::VenueArgs;
+use crate::verify_draw::VerifyDrawArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -34,6 +37,12 @@ pub enum Command {
     },
     /// Drive a crowd of simulated customers through the local API and check the invariants.
     Simulate(SimulateArgs),
+    /// Size an on-sale on AWS: each service's peak beside its default quota, what to raise, and
+    /// the cost per million queued customers.
+    Plan(PlanArgs),
+    /// Check an event's published pre-queue draw from its public routes, as any outsider can:
+    /// exit 0 when it checks out, 1 on a mismatch, 2 when it could not be read.
+    VerifyDraw(VerifyDrawArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -66,6 +75,24 @@ pub enum EventAction {
         #[command(flatten)]
         endpoints: EndpointArgs,
     },
+    /// Stop admission for a while: places and the queue stay, the status says `paused`.
+    Pause {
+        event: String,
+        #[command(flatten)]
+        endpoints: EndpointArgs,
+    },
+    /// Go on admitting after a pause.
+    Resume {
+        event: String,
+        #[command(flatten)]
+        endpoints: EndpointArgs,
+    },
+    /// Print every operator change to the event (open, set, pause, resume, close, seed).
+    History {
+        event: String,
+        #[command(flatten)]
+        endpoints: EndpointArgs,
+    },
     /// Change max active, rate, opening time, session length or ticket limit, keeping the state.
     Set {
         event: String,
@@ -74,7 +101,7 @@ pub enum EventAction {
         #[command(flatten)]
         endpoints: EndpointArgs,
     },
-    /// Print the event's settings (from Redis) and how many of its seats are available, held and
+    /// Print the event's settings (its durable record, else the cache's copy) and how many of its seats are available, held and
     /// sold (from DynamoDB).
     Show {
         event: String,

@@ -18,6 +18,7 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_dynamodb::config::{ProvideCredentials, SharedCredentialsProvider};
 use aws_smithy_types::timeout::TimeoutConfig;
 use lineup::aws::AwsSettings;
+use lineup::event_records::dynamo::DynamoEventRecords;
 use lineup::ledger::dynamo::{DynamoLedger, TableNames};
 use lineup::queue::redis::RedisQueue;
 
@@ -29,6 +30,7 @@ pub const LOCAL_MOTO_PORT: u16 = 5010;
 pub const LOCAL_SEATS_TABLE: &str = "lineup-seats";
 pub const LOCAL_ORDERS_TABLE: &str = "lineup-orders";
 pub const LOCAL_OUTBOX_TABLE: &str = "lineup-outbox";
+pub const LOCAL_EVENTS_TABLE: &str = "lineup-events";
 
 /// Bound on one attempt of an AWS request from the CLI (an operator's command is not in front of
 /// API Gateway's 30 s, so it can wait longer than a function does); the whole request gets three.
@@ -66,6 +68,8 @@ pub struct EndpointArgs {
     pub orders_table: String,
     #[arg(long, env = "OUTBOX_TABLE", default_value = LOCAL_OUTBOX_TABLE)]
     pub outbox_table: String,
+    #[arg(long, env = "EVENTS_TABLE", default_value = LOCAL_EVENTS_TABLE)]
+    pub events_table: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -211,6 +215,14 @@ impl EndpointArgs {
             orders: self.orders_table.clone(),
             outbox: self.outbox_table.clone(),
         }
+    }
+
+    /// The events table: durable settings, cursors, the audit trail and published draws.
+    pub async fn records(&self) -> Result<DynamoEventRecords, EndpointError> {
+        Ok(DynamoEventRecords::new(
+            self.aws_target().await?.dynamodb(),
+            self.events_table.clone(),
+        ))
     }
 
     pub async fn ledger(&self) -> Result<DynamoLedger, EndpointError> {

@@ -1,14 +1,20 @@
-//! The operator's side of an on-sale: seeding an event's seats, and opening, closing or
-//! re-pacing its queue. Each is a small use case over the library's ports, so `lineup dev`, the
-//! `lineup seed`/`lineup event` commands and the simulation share them.
+//! The operator's side of an on-sale: seeding an event's seats, and opening, pausing, resuming,
+//! closing or re-pacing its queue. Each is a small use case over the library's ports, so
+//! `lineup dev`, the `lineup seed`/`lineup event` commands and the simulation share them.
+//!
+//! Every change is written to the event's durable record first (DynamoDB, where the draw seed
+//! is made once), then to the cache, then published as the event's status; and each is kept as
+//! an audit record (`lineup event history`).
 
 use std::time::{Duration, SystemTime};
 
+use lineup::clock::unix_millis;
+use lineup::event_records::{AuditEntry, AuditLog, EventRecords};
 use lineup::event_settings::{EventSettings, QueueState};
 use lineup::ids::EventId;
 use lineup::ledger::dynamo::DynamoLedger;
 use lineup::ledger::{NewSeat, SeatLedger, SeatStatus};
-use lineup::queue::EventSettingsStore;
+use lineup::queue::{Admitter, EventSettingsStore};
 use lineup::LineupError;
 
 /// Changes to an event's settings; `None` keeps the current value (or the default, for a new
@@ -29,6 +35,10 @@ pub struct SettingsChange {
     /// How long an admission lasts, in seconds, before its slot goes to the next customer.
     #[arg(long)]
     pub session_seconds: Option<u64>,
+    /// How long, in seconds, an admitted customer has to claim the admission before the slot
+    /// goes to the next number.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(5..))]
+    pub claim_seconds: Option<u64>,
     /// At most this many seats per customer for the event (paid, or held and not lapsed).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub ticket_limit: Option<u32>,
@@ -65,8 +75,10 @@ fn parse_opens_at(raw: &str) -> Result<OpensAt, String> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
-    #[error("no event {0} is configured in the queue store")]
+    #[error("no event {0} is configured")]
     UnknownEvent(String),
+    #[error("event {0} is closed; `lineup event open` opens it again")]
+    Closed(String),
     #[error("event {event} has {in_use} seats held or sold; seeding it again would put them back on sale")]
     SeatsInUse { event: String, in_use: usize },
     #[error("max active and rate must be at least 1")]
@@ -96,6 +108,9 @@ impl SettingsChange {
         }
         if let Some(seconds) = self.session_seconds {
             settings.session = Duration::from_secs(seconds);
+        }
+        if let Some(seconds) = self.claim_seconds {
+            settings.claim_window = Duration::from_secs(seconds);
         }
         match (self.ticket_limit, self.no_ticket_limit) {
             (Some(_), true) => return Err(AdminError::ConflictingTicketLimit),
@@ -146,46 +161,207 @@ pub async fn seed(
     Ok(())
 }
 
-/// Opens the event's queue (creating its settings, with defaults for what `change` leaves out).
-pub async fn open(
-    store: &dyn EventSettingsStore,
-    event: &EventId,
-    change: &SettingsChange,
-    now: SystemTime,
-) -> Result<EventSettings, AdminError> {
-    let current = store
-        .settings(event)
-        .await?
-        .unwrap_or_else(|| EventSettings::opening_at(now));
-    let mut settings = change.apply(current, now)?;
-    settings.state = QueueState::Open;
-    store.configure(event, &settings).await?;
-    Ok(settings)
+/// The ports an operator's change goes through.
+pub struct EventAdmin<'a> {
+    /// The cache's copy of the settings.
+    pub store: &'a dyn EventSettingsStore,
+    /// One tick after a change publishes the event's status at once.
+    pub admitter: &'a dyn Admitter,
+    /// The durable record (the truth; the cache is re-loaded from it).
+    pub records: &'a dyn EventRecords,
+    pub audit: &'a dyn AuditLog,
+    /// Who is making the change, for the audit trail.
+    pub operator: String,
 }
 
-/// Changes an existing event's settings, keeping its state.
-pub async fn set(
-    store: &dyn EventSettingsStore,
-    event: &EventId,
-    change: &SettingsChange,
-    now: SystemTime,
-) -> Result<EventSettings, AdminError> {
-    let current = store
-        .settings(event)
-        .await?
-        .ok_or_else(|| AdminError::UnknownEvent(event.as_str().to_owned()))?;
-    let settings = change.apply(current, now)?;
-    store.configure(event, &settings).await?;
-    Ok(settings)
-}
-
-/// Closes the queue: joins are refused, waiting customers are told it is closed.
-pub async fn close(store: &dyn EventSettingsStore, event: &EventId) -> Result<(), AdminError> {
-    if store.close(event).await? {
-        Ok(())
-    } else {
-        Err(AdminError::UnknownEvent(event.as_str().to_owned()))
+impl<'a> EventAdmin<'a> {
+    /// The use cases over Redis (the cache's copy, and the tick that publishes the status) and
+    /// the events table (the record and the audit trail), as every command wires them.
+    pub fn new(
+        queue: &'a lineup::queue::redis::RedisQueue,
+        records: &'a lineup::event_records::dynamo::DynamoEventRecords,
+        operator: impl Into<String>,
+    ) -> Self {
+        Self {
+            store: queue,
+            admitter: queue,
+            records,
+            audit: records,
+            operator: operator.into(),
+        }
     }
+}
+
+impl EventAdmin<'_> {
+    /// The event's settings and closing reason: the durable record, else (an event configured
+    /// before records existed) the cache's copy.
+    async fn current(
+        &self,
+        event: &EventId,
+    ) -> Result<Option<(EventSettings, Option<String>)>, AdminError> {
+        if let Some(record) = self.records.event(event).await? {
+            return Ok(Some((record.settings, record.closed_reason)));
+        }
+        Ok(self
+            .store
+            .settings(event)
+            .await?
+            .map(|settings| (settings, None)))
+    }
+
+    async fn existing(
+        &self,
+        event: &EventId,
+    ) -> Result<(EventSettings, Option<String>), AdminError> {
+        self.current(event)
+            .await?
+            .ok_or_else(|| AdminError::UnknownEvent(event.as_str().to_owned()))
+    }
+
+    /// Writes `settings` everywhere, publishes the status and records the change.
+    async fn apply(
+        &self,
+        event: &EventId,
+        settings: &EventSettings,
+        closed_reason: Option<&str>,
+        action: &str,
+        now: SystemTime,
+    ) -> Result<(), AdminError> {
+        let seed = self
+            .records
+            .save_settings(event, settings, closed_reason)
+            .await?;
+        self.store.configure(event, settings, &seed).await?;
+        if settings.state == QueueState::Closed {
+            self.store
+                .close(event, closed_reason == Some("sold_out"))
+                .await?;
+        }
+        // A closed or paused event's status must say so now, not at the next tick (a closed one
+        // gets no more ticks).
+        if let Err(error) = self.admitter.admit_tick(event, now).await {
+            tracing::warn!(event = %event, error = %error, "could not publish the status");
+        }
+        self.record(
+            event,
+            action,
+            serde_json::json!({ "settings": describe(event, settings) }),
+            now,
+        )
+        .await
+    }
+
+    /// Keeps one operator action in the audit trail.
+    pub async fn record(
+        &self,
+        event: &EventId,
+        action: &str,
+        detail: serde_json::Value,
+        now: SystemTime,
+    ) -> Result<(), AdminError> {
+        let entry = AuditEntry {
+            at_ms: unix_millis(now),
+            action: action.to_owned(),
+            operator: self.operator.clone(),
+            detail,
+        };
+        self.audit.record(event, &entry).await?;
+        Ok(())
+    }
+
+    /// Opens the event's queue (creating the event, with defaults for what `change` leaves out).
+    pub async fn open(
+        &self,
+        event: &EventId,
+        change: &SettingsChange,
+        now: SystemTime,
+    ) -> Result<EventSettings, AdminError> {
+        let current = match self.current(event).await? {
+            Some((settings, _)) => settings,
+            None => EventSettings::opening_at(now),
+        };
+        let mut settings = change.apply(current, now)?;
+        settings.state = QueueState::Open;
+        self.apply(event, &settings, None, "open", now).await?;
+        Ok(settings)
+    }
+
+    /// Changes an existing event's settings, keeping its state.
+    pub async fn set(
+        &self,
+        event: &EventId,
+        change: &SettingsChange,
+        now: SystemTime,
+    ) -> Result<EventSettings, AdminError> {
+        let (current, reason) = self.existing(event).await?;
+        let settings = change.apply(current, now)?;
+        self.apply(event, &settings, reason.as_deref(), "set", now)
+            .await?;
+        Ok(settings)
+    }
+
+    /// Stops admission: joins and places stay, the status says `paused`.
+    pub async fn pause(
+        &self,
+        event: &EventId,
+        now: SystemTime,
+    ) -> Result<EventSettings, AdminError> {
+        self.change_state(event, QueueState::Paused, "pause", now)
+            .await
+    }
+
+    /// Admission goes on from where it stopped.
+    pub async fn resume(
+        &self,
+        event: &EventId,
+        now: SystemTime,
+    ) -> Result<EventSettings, AdminError> {
+        self.change_state(event, QueueState::Open, "resume", now)
+            .await
+    }
+
+    async fn change_state(
+        &self,
+        event: &EventId,
+        state: QueueState,
+        action: &str,
+        now: SystemTime,
+    ) -> Result<EventSettings, AdminError> {
+        let (mut settings, _) = self.existing(event).await?;
+        if settings.state == QueueState::Closed {
+            return Err(AdminError::Closed(event.as_str().to_owned()));
+        }
+        settings.state = state;
+        self.apply(event, &settings, None, action, now).await?;
+        Ok(settings)
+    }
+
+    /// Closes the queue: joins are refused, waiting customers are told it is closed.
+    pub async fn close(
+        &self,
+        event: &EventId,
+        now: SystemTime,
+    ) -> Result<EventSettings, AdminError> {
+        let (mut settings, _) = self.existing(event).await?;
+        settings.state = QueueState::Closed;
+        self.apply(event, &settings, Some("closed"), "close", now)
+            .await?;
+        Ok(settings)
+    }
+
+    /// Every operator change to the event, oldest first.
+    pub async fn history(&self, event: &EventId) -> Result<Vec<AuditEntry>, AdminError> {
+        Ok(self.audit.history(event).await?)
+    }
+}
+
+/// One line per audit entry, for the operator's terminal.
+pub fn describe_entry(entry: &AuditEntry) -> String {
+    let at = humantime::format_rfc3339_millis(lineup::clock::from_unix_millis(entry.at_ms));
+    format!(
+        "{at}  {:<6}  by {}  {}",
+        entry.action, entry.operator, entry.detail
+    )
 }
 
 /// How many of an event's seats are on sale, held or sold, as the seat map shows them (a lapsed
@@ -228,21 +404,22 @@ pub async fn seat_counts(
     Ok(counts)
 }
 
-/// One line per setting, for the operator's terminal. (The pre-queue draw seed is not a
-/// setting: it is never shown before opening.)
+/// One line per setting, for the operator's terminal. (The draw seed is not a setting: it is
+/// never shown before the draw is published.)
 pub fn describe(event: &EventId, settings: &EventSettings) -> String {
     let ticket_limit = match settings.ticket_limit {
         Some(limit) => format!("at most {limit} tickets per customer"),
         None => "no ticket limit".to_owned(),
     };
     format!(
-        "event {}: {}, opens at {}, max active {}, {} admissions/s, sessions of {}, {}",
+        "event {}: {}, opens at {}, max active {}, {} admissions/s, sessions of {}, {} to claim, {}",
         event,
         settings.state.as_str(),
         humantime::format_rfc3339_seconds(settings.opens_at),
         settings.max_active,
         settings.admit_per_second,
         humantime::format_duration(settings.session),
+        humantime::format_duration(settings.claim_window),
         ticket_limit,
     )
 }

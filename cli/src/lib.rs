@@ -1,6 +1,6 @@
 //! The `lineup` command: what developers and operators run beside the Lambda functions.
 //!
-//! - [`commands`]: the command line (clap): `dev`, `seed`, `event`, `simulate`.
+//! - [`commands`]: the command line (clap): `dev`, `seed`, `event`, `simulate`, `plan`.
 //! - [`endpoints`]: where Redis, DynamoDB and SQS are (the local stack, or AWS signed in through
 //!   the standard credential chain: `--profile`, `--region`), and the clients.
 //! - [`local_stack`]: installing and starting the local stand-ins (redis-server, moto), with the
@@ -12,6 +12,10 @@
 //!   the functions, the schedules, the waiting-room page, a payment provider and a ticket desk.
 //! - [`simulate`]: `lineup simulate`, a crowd driven through the local API, with a report and
 //!   the invariants checked over what was stored.
+//! - [`plan`]: `lineup plan`, an on-sale's peak load on each AWS service beside its default quota,
+//!   what to raise, and the cost per million queued customers.
+//! - [`verify_draw`]: `lineup verify-draw`, an event's published pre-queue draw checked from its
+//!   public routes, as any outsider can.
 
 pub mod commands;
 pub mod dev;
@@ -19,5 +23,15 @@ pub mod endpoints;
 pub mod event_admin;
 pub mod local_stack;
 pub mod outbox_pump;
+pub mod plan;
 pub mod simulate;
 pub mod venue;
+pub mod verify_draw;
+
+/// An HTTP client builder for the CLI's own requests (the simulation's, the webhook stand-in's,
+/// `verify-draw`'s): HTTPS through rustls with ring, like the AWS clients, whose crypto provider
+/// is installed here once for the process.
+pub fn http_client() -> reqwest::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+}

@@ -4,11 +4,14 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use clap::Parser;
+use lineup::event_records::dynamo::DynamoEventRecords;
+use lineup::event_records::EventRecords;
 use lineup::ids::EventId;
 use lineup::ledger::dynamo::tables::create_tables;
+use lineup::queue::redis::RedisQueue;
 use lineup::queue::EventSettingsStore;
 use lineup_cli::commands::{Cli, Command, EventAction, SeedArgs};
-use lineup_cli::{dev, event_admin, simulate};
+use lineup_cli::{dev, event_admin, plan, simulate, verify_draw};
 use tracing::level_filters::LevelFilter;
 
 type Failure = Box<dyn std::error::Error>;
@@ -56,6 +59,17 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
                 return Ok(ExitCode::FAILURE);
             }
         }
+        Command::Plan(args) => println!("{}", plan::run(&args)?),
+        Command::VerifyDraw(args) => {
+            let outcome = verify_draw::run(&args).await;
+            match &outcome {
+                Ok(check) => print!("{}", check.report()),
+                Err(failure) => eprintln!("verify-draw: {}", verify_draw::with_causes(failure)),
+            }
+            return Ok(ExitCode::from(
+                verify_draw::Verdict::of(&outcome).exit_code(),
+            ));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -64,59 +78,85 @@ fn event_id(raw: &str) -> Result<EventId, Failure> {
     EventId::parse(raw).map_err(|_| format!("{raw:?} is not a valid event id").into())
 }
 
+/// Who is making a change, for the audit trail: `LINEUP_OPERATOR`, else the login name.
+fn operator() -> String {
+    std::env::var("LINEUP_OPERATOR")
+        .or_else(|_| std::env::var("USER"))
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
 async fn seed(args: SeedArgs) -> Result<(), Failure> {
     let event = event_id(&args.event)?;
     let seats = args.venue.layout()?;
     let ledger = args.endpoints.ledger().await?;
+    let records = args.endpoints.records().await?;
     if args.create_tables {
         create_tables(ledger.client(), ledger.tables()).await?;
+        records.create_table().await?;
     }
-    event_admin::seed(&ledger, &event, &seats, SystemTime::now()).await?;
+    let now = SystemTime::now();
+    event_admin::seed(&ledger, &event, &seats, now).await?;
+    let queue = args.endpoints.queue()?;
+    let admin = admin(&queue, &records);
+    admin
+        .record(
+            &event,
+            "seed",
+            serde_json::json!({ "seats": seats.len() }),
+            now,
+        )
+        .await?;
     println!("seeded {} seats for event {event}", seats.len());
     Ok(())
 }
 
+fn admin<'a>(
+    queue: &'a RedisQueue,
+    records: &'a DynamoEventRecords,
+) -> event_admin::EventAdmin<'a> {
+    event_admin::EventAdmin::new(queue, records, operator())
+}
+
 async fn event(action: EventAction) -> Result<(), Failure> {
     let now = SystemTime::now();
-    let (event, settings) = match action {
+    let (event, endpoints) = match &action {
         EventAction::Open {
-            event,
-            change,
-            endpoints,
-        } => {
-            let event = event_id(&event)?;
-            let settings = event_admin::open(&endpoints.queue()?, &event, &change, now).await?;
-            (event, settings)
+            event, endpoints, ..
         }
-        EventAction::Set {
-            event,
-            change,
-            endpoints,
-        } => {
-            let event = event_id(&event)?;
-            let settings = event_admin::set(&endpoints.queue()?, &event, &change, now).await?;
-            (event, settings)
+        | EventAction::Set {
+            event, endpoints, ..
         }
-        EventAction::Close { event, endpoints } => {
-            let event = event_id(&event)?;
-            let queue = endpoints.queue()?;
-            event_admin::close(&queue, &event).await?;
-            let settings = queue
-                .settings(&event)
-                .await?
-                .ok_or_else(|| format!("event {event} vanished"))?;
-            (event, settings)
+        | EventAction::Close { event, endpoints }
+        | EventAction::Pause { event, endpoints }
+        | EventAction::Resume { event, endpoints }
+        | EventAction::History { event, endpoints }
+        | EventAction::Show { event, endpoints } => (event_id(event)?, endpoints),
+    };
+    // DynamoDB first: with `--aws`, a sign-in or region problem is reported before anything.
+    let records = endpoints.records().await?;
+    let queue = endpoints.queue()?;
+    let admin = admin(&queue, &records);
+    let settings = match &action {
+        EventAction::Open { change, .. } => admin.open(&event, change, now).await?,
+        EventAction::Set { change, .. } => admin.set(&event, change, now).await?,
+        EventAction::Close { .. } => admin.close(&event, now).await?,
+        EventAction::Pause { .. } => admin.pause(&event, now).await?,
+        EventAction::Resume { .. } => admin.resume(&event, now).await?,
+        EventAction::History { .. } => {
+            for entry in admin.history(&event).await? {
+                println!("{}", event_admin::describe_entry(&entry));
+            }
+            return Ok(());
         }
-        EventAction::Show { event, endpoints } => {
-            let event = event_id(&event)?;
-            // The seats are in DynamoDB: with `--aws`, a sign-in or region problem is reported
-            // here, before anything is printed.
+        EventAction::Show { .. } => {
             let ledger = endpoints.ledger().await?;
-            let settings = endpoints
-                .queue()?
-                .settings(&event)
-                .await?
-                .ok_or_else(|| format!("no event {event} is configured"))?;
+            let settings = match records.event(&event).await? {
+                Some(record) => record.settings,
+                None => queue
+                    .settings(&event)
+                    .await?
+                    .ok_or_else(|| format!("no event {event} is configured"))?,
+            };
             println!("{}", event_admin::describe(&event, &settings));
             println!("{}", event_admin::seat_counts(&ledger, &event, now).await?);
             return Ok(());

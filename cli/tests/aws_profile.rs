@@ -10,6 +10,7 @@ use std::process::Output;
 use std::time::{Duration, SystemTime};
 
 use lineup::aws::AwsSettings;
+use lineup::event_records::dynamo::DynamoEventRecords;
 use lineup::ids::{EventId, SeatId};
 use lineup::ledger::dynamo::tables::create_tables;
 use lineup::ledger::dynamo::{DynamoLedger, TableNames};
@@ -30,6 +31,7 @@ fn required(name: &str) -> String {
 struct Stage {
     event: EventId,
     tables: TableNames,
+    events_table: String,
     redis_url: String,
     endpoint_url: String,
     dir: PathBuf,
@@ -47,6 +49,9 @@ impl Stage {
         };
         let dynamodb = lineup::aws::dynamodb(&AwsSettings::local(&endpoint_url));
         create_tables(&dynamodb, &tables).await.expect("tables");
+        let events_table = format!("cli-profile-{id}-events");
+        let records = DynamoEventRecords::new(dynamodb.clone(), events_table.clone());
+        records.create_table().await.expect("events table");
         let ledger = DynamoLedger::new(dynamodb, tables.clone());
         let seats: Vec<NewSeat> = (1..=5)
             .map(|n| NewSeat {
@@ -61,7 +66,9 @@ impl Stage {
             .await
             .expect("seed");
         let queue = RedisQueue::new(&redis_url, Duration::from_secs(2)).expect("redis");
-        event_admin::open(&queue, &event, &SettingsChange::default(), now)
+        let admin = event_admin::EventAdmin::new(&queue, &records, "a test");
+        admin
+            .open(&event, &SettingsChange::default(), now)
             .await
             .expect("open");
 
@@ -70,6 +77,7 @@ impl Stage {
         Self {
             event,
             tables,
+            events_table,
             redis_url,
             endpoint_url,
             dir,
@@ -129,7 +137,8 @@ impl Stage {
             .args(["--redis-url", &self.redis_url])
             .args(["--seats-table", &self.tables.seats])
             .args(["--orders-table", &self.tables.orders])
-            .args(["--outbox-table", &self.tables.outbox]);
+            .args(["--outbox-table", &self.tables.outbox])
+            .args(["--events-table", &self.events_table]);
         for (name, _) in std::env::vars_os() {
             let name = name.to_string_lossy();
             if name.starts_with("AWS_")

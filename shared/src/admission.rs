@@ -2,16 +2,34 @@
 //! invocation ticks every second (configurable) for about a minute, each tick admitting from the
 //! head of every open event's queue. Cap and rate are enforced inside the Redis script, so two
 //! overlapping invocations (EventBridge delivers at least once) admit no more than one would.
+//!
+//! Each tick, per event, also: publishes the public status (the adapter does, with the tick);
+//! saves the admission cursor to DynamoDB when it moved (one write at most); runs the pre-queue
+//! draw once the pre-queue has closed; and, for an event open in DynamoDB that the cache has
+//! lost, raises `EventMissingInCache` and re-loads it.
 
-use std::time::Duration;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
 
 use futures::future::join_all;
 use serde::Serialize;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::clock::Clock;
-use crate::queue::Admitter;
+use crate::draw;
+use crate::event_records::{AdmissionCursor, DrawPublication, EventRecords};
+use crate::event_settings::{EventSettings, QueueState};
+use crate::ids::{CustomerId, EventId};
+use crate::place_restore::Restorer;
+use crate::queue::{Admitter, PreQueueDraw, TickReport};
 use crate::LineupError;
+
+/// How long one admitter may hold the draw before another may take it over.
+const DRAW_LOCK: Duration = Duration::from_secs(120);
+/// DynamoDB's list of open events is read this often, not every tick: it only matters after
+/// the cache lost an event, and re-loading it within seconds is enough.
+const DURABLE_LIST_EVERY: Duration = Duration::from_secs(10);
 
 /// After this many ticks in a row fail entirely, the invocation gives up and reports the error
 /// (the next scheduled invocation tries again).
@@ -27,13 +45,36 @@ pub struct AdmissionSummary {
     pub failed_event_ticks: u64,
 }
 
-pub struct AdmissionLoop<'a> {
+/// The ports the admit loop works through.
+pub struct AdmissionPorts<'a> {
     pub admitter: &'a dyn Admitter,
-    pub clock: &'a dyn Clock,
-    pub tick: Duration,
+    pub draw: &'a dyn PreQueueDraw,
+    pub records: &'a dyn EventRecords,
+    pub publication: &'a dyn DrawPublication,
+    pub restorer: &'a Restorer,
 }
 
-impl AdmissionLoop<'_> {
+pub struct AdmissionLoop<'a> {
+    pub ports: AdmissionPorts<'a>,
+    pub clock: &'a dyn Clock,
+    pub tick: Duration,
+    /// The cursor last saved per event, so a tick that moved nothing writes nothing.
+    saved: Mutex<HashMap<EventId, AdmissionCursor>>,
+    /// DynamoDB's open events as last read, and when.
+    durable: Mutex<Option<(Instant, Vec<EventId>)>>,
+}
+
+impl<'a> AdmissionLoop<'a> {
+    pub fn new(ports: AdmissionPorts<'a>, clock: &'a dyn Clock, tick: Duration) -> Self {
+        Self {
+            ports,
+            clock,
+            tick,
+            saved: Mutex::new(HashMap::new()),
+            durable: Mutex::new(None),
+        }
+    }
+
     /// Ticks until `run_for` has passed (the last tick starts before then).
     pub async fn run(&self, run_for: Duration) -> Result<AdmissionSummary, LineupError> {
         let deadline = Instant::now() + run_for;
@@ -66,17 +107,203 @@ impl AdmissionLoop<'_> {
         }
     }
 
+    /// Every event to tick: those the cache lists, and those DynamoDB says are open (which the
+    /// cache may have lost). The cache failing fails the tick (no event can be ticked without
+    /// it); DynamoDB failing only loses the second list for this tick.
+    async fn events_to_tick(&self) -> Result<Vec<EventId>, LineupError> {
+        let mut events: BTreeSet<EventId> = self
+            .ports
+            .admitter
+            .open_events()
+            .await?
+            .into_iter()
+            .collect();
+        events.extend(self.durable_open_events().await);
+        Ok(events.into_iter().collect())
+    }
+
+    /// DynamoDB's open events, read at most every [`DURABLE_LIST_EVERY`]; a failed read keeps
+    /// the last list (and is tried again next tick).
+    async fn durable_open_events(&self) -> Vec<EventId> {
+        let known = self
+            .durable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some((read_at, events)) = &known {
+            if read_at.elapsed() < DURABLE_LIST_EVERY {
+                return events.clone();
+            }
+        }
+        match self.ports.records.open_events().await {
+            Ok(events) => {
+                *self.durable.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((Instant::now(), events.clone()));
+                events
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, "could not list the open events in DynamoDB");
+                known.map(|(_, events)| events).unwrap_or_default()
+            }
+        }
+    }
+
+    /// One event's tick: re-load it if the cache lost it, admit, draw if due, save the cursor.
+    pub async fn tick_event(
+        &self,
+        event: &EventId,
+        now: SystemTime,
+    ) -> Result<TickReport, LineupError> {
+        let report = match self.ports.admitter.admit_tick(event, now).await {
+            Err(LineupError::EventNotFound) => {
+                tracing::error!(event = %event, "event open in DynamoDB is missing in the cache");
+                crate::metrics::emit(
+                    &[("EventId", event.as_str())],
+                    &[("EventMissingInCache", 1.0, crate::metrics::Unit::Count)],
+                );
+                if !self.ports.restorer.restore_event(event, now).await? {
+                    return Err(LineupError::EventNotFound);
+                }
+                self.ports.admitter.admit_tick(event, now).await?
+            }
+            report => report?,
+        };
+        // The pre-queue closed: draw it, then admit at once (the draw's numbers come first).
+        let report = if report.needs_draw {
+            self.draw(event, now).await?;
+            self.ports.admitter.admit_tick(event, now).await?
+        } else {
+            report
+        };
+        // DynamoDB trouble must not stop admission: the cursor is saved again next tick.
+        if let Err(error) = self.save_cursor(event, &report, now).await {
+            tracing::warn!(event = %event, error = %error, "could not save the admission cursor");
+        }
+        if report.status.state == QueueState::Closed {
+            if let Err(error) = self.record_closing(event, &report).await {
+                tracing::warn!(event = %event, error = %error, "could not record the closing");
+            }
+        }
+        Ok(report)
+    }
+
+    /// A queue closed in the cache alone (the expiry sweep closes sold-out events there) is
+    /// closed in DynamoDB too, so a cache loss or an operator's `set` does not reopen it.
+    async fn record_closing(
+        &self,
+        event: &EventId,
+        report: &TickReport,
+    ) -> Result<(), LineupError> {
+        let Some(record) = self.ports.records.event(event).await? else {
+            return Ok(());
+        };
+        if record.settings.state == QueueState::Closed {
+            return Ok(());
+        }
+        let settings = EventSettings {
+            state: QueueState::Closed,
+            ..record.settings
+        };
+        self.ports
+            .records
+            .save_settings(event, &settings, report.status.closed_reason.as_deref())
+            .await?;
+        tracing::info!(event = %event, reason = ?report.status.closed_reason, "closing recorded in DynamoDB");
+        Ok(())
+    }
+
+    /// Saves the cursor if this tick moved it: one write per tick per event at most.
+    async fn save_cursor(
+        &self,
+        event: &EventId,
+        report: &TickReport,
+        now: SystemTime,
+    ) -> Result<(), LineupError> {
+        let known = self
+            .saved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(event)
+            .cloned();
+        let before = match known {
+            Some(cursor) => cursor,
+            // First tick of this invocation: carry on from what is stored (its checkpoints).
+            None => self
+                .ports
+                .records
+                .event(event)
+                .await?
+                .map(|record| record.cursor)
+                .unwrap_or_default(),
+        };
+        // Checkpoints are kept as long as a restored admission could still be running.
+        let keep = report.status.claim_window + report.session + Duration::from_secs(60);
+        let after = before.advanced(
+            now,
+            report.status.serving,
+            report.status.last_number,
+            report.status.entrants,
+            report.drawn,
+            keep,
+        );
+        if after != before {
+            self.ports.records.save_cursor(event, &after).await?;
+        }
+        self.saved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(event.clone(), after);
+        Ok(())
+    }
+
+    /// The pre-queue draw: number the closed pre-queue, publish it (seed revealed), then put
+    /// the entrants in the queue at their numbers. Publication comes first, so once anyone is
+    /// admitted, everyone can check the order they were admitted in.
+    async fn draw(&self, event: &EventId, now: SystemTime) -> Result<(), LineupError> {
+        let ports = &self.ports;
+        if !ports.draw.lock_draw(event, DRAW_LOCK).await? {
+            return Ok(());
+        }
+        let seed = ports
+            .draw
+            .draw_seed(event)
+            .await?
+            .ok_or_else(|| LineupError::QueueReply {
+                operation: "draw",
+                reply: "no draw seed".to_owned(),
+            })?;
+        let customers = ports.draw.entrants(event).await?;
+        let by_entrant: HashMap<String, CustomerId> = customers
+            .into_iter()
+            .map(|customer| (seed.entrant(&customer), customer))
+            .collect();
+        let drawn = draw::numbers(&seed, by_entrant.keys().cloned());
+        let (summary, chunks) = draw::publish(&drawn, event, &seed, now);
+        ports
+            .publication
+            .publish_draw(event, &summary, &chunks)
+            .await?;
+        let numbers: Vec<(CustomerId, u64)> = drawn
+            .numbers
+            .iter()
+            .filter_map(|(entrant, number)| {
+                by_entrant
+                    .get(entrant)
+                    .map(|customer| (customer.clone(), *number))
+            })
+            .collect();
+        ports.draw.write_numbers(event, &numbers).await?;
+        ports.draw.mark_drawn(event).await?;
+        tracing::info!(event = %event, entrants = numbers.len(), digest = %drawn.digest, "pre-queue drawn and published");
+        Ok(())
+    }
+
     /// One tick over every open event, the events in parallel. Fails when listing the events
     /// fails or when every event's tick failed.
     pub async fn tick_once(&self, summary: &mut AdmissionSummary) -> Result<(), LineupError> {
-        let events = self.admitter.open_events().await?;
+        let events = self.events_to_tick().await?;
         let now = self.clock.now();
-        let reports = join_all(
-            events
-                .iter()
-                .map(|event| self.admitter.admit_tick(event, now)),
-        )
-        .await;
+        let reports = join_all(events.iter().map(|event| self.tick_event(event, now))).await;
         summary.ticks += 1;
         let mut last_failure = None;
         let mut failed = 0;
@@ -155,7 +382,7 @@ const DEADLINE_MARGIN: Duration = Duration::from_secs(3);
 /// The `admit` function's handler: checks that it was given an EventBridge scheduled event,
 /// then runs the loop for the configured time, or less if the invocation's deadline is nearer.
 pub async fn admit_for_invocation(
-    admitter: &dyn Admitter,
+    ports: AdmissionPorts<'_>,
     clock: &dyn Clock,
     config: &crate::config::AdmitConfig,
     invocation: lambda_runtime::LambdaEvent<serde_json::Value>,
@@ -175,11 +402,7 @@ pub async fn admit_for_invocation(
             config.run
         }
     };
-    let admission = AdmissionLoop {
-        admitter,
-        clock,
-        tick: config.tick,
-    };
+    let admission = AdmissionLoop::new(ports, clock, config.tick);
     let summary = admission.run(run_for).await?;
     tracing::info!(
         ticks = summary.ticks,

@@ -60,3 +60,8 @@ pub fn from_unix_millis(millis: u64) -> SystemTime {
 pub fn rfc3339(at: SystemTime) -> String {
     humantime::format_rfc3339_millis(at).to_string()
 }
+
+/// Reads a time written by [`rfc3339`] (or any RFC 3339 time in UTC).
+pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
+    humantime::parse_rfc3339_weak(text).ok()
+}

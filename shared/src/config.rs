@@ -8,11 +8,12 @@
 //!
 //! | function | reads |
 //! |---|---|
-//! | `join` | [`JoinConfig`]: Redis, the signing key, the optional required JWT claim |
-//! | `poll` | [`QueueFunctionConfig`]: Redis, the signing key |
+//! | `join` | [`JoinConfig`]: Redis, the signing key, the events table, the optional required JWT claim |
+//! | `poll` | [`PollConfig`]: Redis, the signing key, the events table |
+//! | `status` | [`StatusConfig`]: Redis, the events table |
 //! | `hold` | [`HoldConfig`]: Redis, the signing key, the tables |
 //! | `confirm` | [`ConfirmConfig`]: Redis, the tables, the webhook secret |
-//! | `admit` | [`AdmitConfig`]: Redis, its tick and run time |
+//! | `admit` | [`AdmitConfig`]: Redis, the events table, its tick and run time |
 //! | `expire` | [`ExpireConfig`]: Redis, the tables |
 //! | `outbox-stream` | [`OutboxStreamConfig`]: the ticket queue, how to reach SQS |
 //!
@@ -22,6 +23,7 @@
 use std::time::Duration;
 
 use crate::aws::AwsSettings;
+use crate::http::origin::{OriginSecret, OriginSecretTooShort};
 use crate::ledger::dynamo::{MissingTable, TableNames};
 use crate::secrets::KeySource;
 use crate::signing::{KeyTooShort, SigningKey};
@@ -35,6 +37,10 @@ pub const WEBHOOK_SECRET: &str = "LINEUP_WEBHOOK_SECRET";
 pub const WEBHOOK_SECRET_SECRET_ARN: &str = "LINEUP_WEBHOOK_SECRET_ARN";
 /// A JWT claim that must be `true` before a customer may join (e.g. `email_verified`).
 pub const REQUIRED_CLAIM: &str = "LINEUP_REQUIRED_CLAIM";
+/// The value CloudFront sends in `X-Lineup-Origin`: literal (local) or its secret's ARN (AWS).
+/// Unset: the function lets every request through (local runs).
+pub const ORIGIN_SECRET: &str = "LINEUP_ORIGIN_SECRET";
+pub const ORIGIN_SECRET_ARN: &str = "LINEUP_ORIGIN_SECRET_ARN";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -62,6 +68,8 @@ pub enum ConfigError {
     SigningKey(#[source] KeyTooShort),
     #[error("environment variable LINEUP_WEBHOOK_SECRET is not usable")]
     WebhookSecret(#[source] SecretTooShort),
+    #[error("environment variable LINEUP_ORIGIN_SECRET is not usable")]
+    OriginSecret(#[source] OriginSecretTooShort),
 }
 
 impl From<MissingTable> for ConfigError {
@@ -141,6 +149,23 @@ fn millis(
     }
 }
 
+/// The origin secret, if the function is given one (every HTTP function is, in AWS).
+fn origin_secret(
+    lookup: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<KeySource<OriginSecret>>, ConfigError> {
+    let set = |name: &str| lookup(name).is_some_and(|value| !value.is_empty());
+    if !set(ORIGIN_SECRET) && !set(ORIGIN_SECRET_ARN) {
+        return Ok(None);
+    }
+    KeySource::from_lookup(
+        lookup,
+        ORIGIN_SECRET,
+        ORIGIN_SECRET_ARN,
+        ConfigError::OriginSecret,
+    )
+    .map(Some)
+}
+
 fn signing_key(
     lookup: &impl Fn(&str) -> Option<String>,
 ) -> Result<KeySource<SigningKey>, ConfigError> {
@@ -198,10 +223,84 @@ impl QueueFunctionConfig {
     }
 }
 
-/// `join`: Redis, the signing key, and the JWT claim a customer must have before joining.
+/// The events table (`EVENTS_TABLE`): events' durable settings, cursors, audit and draws.
+#[derive(Debug, Clone)]
+pub struct EventsTableConfig {
+    pub table: String,
+    pub aws: AwsSettings,
+}
+
+impl EventsTableConfig {
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            table: lookup("EVENTS_TABLE")
+                .filter(|name| !name.is_empty())
+                .ok_or(ConfigError::Missing("EVENTS_TABLE"))?,
+            aws: AwsSettings::from_lookup(lookup)?,
+        })
+    }
+
+    /// The events table's adapter.
+    pub fn records(&self) -> crate::event_records::dynamo::DynamoEventRecords {
+        crate::event_records::dynamo::DynamoEventRecords::new(
+            crate::aws::dynamodb(&self.aws),
+            self.table.clone(),
+        )
+    }
+}
+
+/// `poll`: Redis, the signing key, and the events table (to restore after a cache loss).
+#[derive(Debug, Clone)]
+pub struct PollConfig {
+    pub queue: QueueFunctionConfig,
+    pub events: EventsTableConfig,
+    pub origin: Option<KeySource<OriginSecret>>,
+}
+
+impl PollConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            queue: QueueFunctionConfig::from_lookup(lookup)?,
+            events: EventsTableConfig::from_lookup(lookup)?,
+            origin: origin_secret(lookup)?,
+        })
+    }
+}
+
+/// `status`: Redis (the published status) and the events table (the published draw). No key or
+/// webhook secret; only the origin secret, like every HTTP function.
+#[derive(Debug, Clone)]
+pub struct StatusConfig {
+    pub redis: RedisSettings,
+    pub events: EventsTableConfig,
+    pub origin: Option<KeySource<OriginSecret>>,
+}
+
+impl StatusConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            redis: RedisSettings::from_lookup(lookup)?,
+            events: EventsTableConfig::from_lookup(lookup)?,
+            origin: origin_secret(lookup)?,
+        })
+    }
+}
+
+/// `join`: Redis, the signing key, the events table, and the JWT claim a customer must have
+/// before joining.
 #[derive(Debug, Clone)]
 pub struct JoinConfig {
     pub queue: QueueFunctionConfig,
+    pub events: EventsTableConfig,
+    pub origin: Option<KeySource<OriginSecret>>,
     /// `LINEUP_REQUIRED_CLAIM`: a claim of the caller's JWT that must be `"true"` (e.g.
     /// `email_verified`); unset or empty: none.
     pub required_claim: Option<String>,
@@ -226,6 +325,8 @@ impl JoinConfig {
         }
         Ok(Self {
             queue: QueueFunctionConfig::from_lookup(lookup)?,
+            events: EventsTableConfig::from_lookup(lookup)?,
+            origin: origin_secret(lookup)?,
             required_claim,
         })
     }
@@ -236,6 +337,7 @@ impl JoinConfig {
 pub struct HoldConfig {
     pub queue: QueueFunctionConfig,
     pub ledger: LedgerConfig,
+    pub origin: Option<KeySource<OriginSecret>>,
 }
 
 impl HoldConfig {
@@ -247,6 +349,7 @@ impl HoldConfig {
         Ok(Self {
             queue: QueueFunctionConfig::from_lookup(lookup)?,
             ledger: LedgerConfig::from_lookup(lookup)?,
+            origin: origin_secret(lookup)?,
         })
     }
 }
@@ -258,6 +361,7 @@ pub struct ConfirmConfig {
     pub ledger: LedgerConfig,
     /// Shared with the payment provider: verifies its webhooks.
     pub webhook_secret: KeySource<WebhookSecret>,
+    pub origin: Option<KeySource<OriginSecret>>,
 }
 
 impl ConfirmConfig {
@@ -275,14 +379,17 @@ impl ConfirmConfig {
                 WEBHOOK_SECRET_SECRET_ARN,
                 ConfigError::WebhookSecret,
             )?,
+            origin: origin_secret(lookup)?,
         })
     }
 }
 
-/// `admit`: Redis and its pace, one tick per `tick`, for `run` per invocation. No secret.
+/// `admit`: Redis, the events table (cursors, restores, the draw) and its pace, one tick per
+/// `tick`, for `run` per invocation. No secret.
 #[derive(Debug, Clone)]
 pub struct AdmitConfig {
     pub redis: RedisSettings,
+    pub events: EventsTableConfig,
     pub tick: Duration,
     pub run: Duration,
 }
@@ -298,6 +405,7 @@ impl AdmitConfig {
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
+            events: EventsTableConfig::from_lookup(lookup)?,
             tick: millis(lookup, "ADMIT_TICK_MS", Self::DEFAULT_TICK)?,
             run: millis(lookup, "ADMIT_RUN_MS", Self::DEFAULT_RUN)?,
         })
@@ -363,6 +471,13 @@ mod tests {
         ("ORDERS_TABLE", "orders"),
         ("OUTBOX_TABLE", "outbox"),
     ];
+    /// The events table and how to reach DynamoDB: what join, poll, status and admit add.
+    const EVENTS: [(&str, &str); 4] = [
+        ("EVENTS_TABLE", "events"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+    ];
 
     fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let vars: HashMap<String, String> = vars
@@ -381,16 +496,23 @@ mod tests {
 
     #[test]
     fn minimal_settings_take_defaults() {
-        let config = AdmitConfig::from_lookup(&lookup(&[("REDIS_URL", "redis://127.0.0.1:6379")]))
-            .expect("admit needs no secret");
+        let config = AdmitConfig::from_lookup(&lookup(&with(
+            &EVENTS,
+            &[("REDIS_URL", "redis://127.0.0.1:6379")],
+        )))
+        .expect("admit needs no secret");
+        assert_eq!(config.events.table, "events");
         assert_eq!(config.tick, AdmitConfig::DEFAULT_TICK);
         assert_eq!(config.run, AdmitConfig::DEFAULT_RUN);
         assert_eq!(config.redis.timeout, RedisSettings::DEFAULT_TIMEOUT);
-        let join = JoinConfig::from_lookup(&lookup(&[
-            ("REDIS_URL", "redis://127.0.0.1:6379"),
-            (SIGNING_KEY, KEY),
-            (REQUIRED_CLAIM, ""),
-        ]))
+        let join = JoinConfig::from_lookup(&lookup(&with(
+            &EVENTS,
+            &[
+                ("REDIS_URL", "redis://127.0.0.1:6379"),
+                (SIGNING_KEY, KEY),
+                (REQUIRED_CLAIM, ""),
+            ],
+        )))
         .unwrap();
         assert_eq!(join.required_claim, None, "empty means none");
         assert!(matches!(join.queue.signing_key, KeySource::Literal(_)));
@@ -419,7 +541,7 @@ mod tests {
                 ],
             )
             .into_iter()
-            .chain(AWS)
+            .chain(EVENTS)
             .collect::<Vec<_>>(),
         ))
         .unwrap();
@@ -428,6 +550,38 @@ mod tests {
             KeySource::SecretsManager(secret) => assert_eq!(secret.secret_id, ARN),
             KeySource::Literal(_) => panic!("the ARN was set"),
         }
+
+        // The queue functions that restore after a cache loss need the events table.
+        let poll = |more: &[(&'static str, &'static str)]| {
+            PollConfig::from_lookup(&lookup(&with(&with(&redis, &[(SIGNING_KEY, KEY)]), more)))
+        };
+        assert!(matches!(
+            poll(&AWS),
+            Err(ConfigError::Missing("EVENTS_TABLE"))
+        ));
+        assert_eq!(poll(&EVENTS).unwrap().events.table, "events");
+        assert!(matches!(
+            StatusConfig::from_lookup(&lookup(&redis)),
+            Err(ConfigError::Missing("EVENTS_TABLE"))
+        ));
+        assert!(StatusConfig::from_lookup(&lookup(&with(&redis, &EVENTS))).is_ok());
+        // The origin secret is optional (local runs), but when named it must be usable.
+        let status = |more: &[(&'static str, &'static str)]| {
+            StatusConfig::from_lookup(&lookup(&with(&with(&redis, &EVENTS), more)))
+        };
+        assert!(status(&[]).unwrap().origin.is_none());
+        assert!(matches!(
+            status(&[(ORIGIN_SECRET_ARN, ARN)]).unwrap().origin,
+            Some(KeySource::SecretsManager(_))
+        ));
+        assert!(matches!(
+            status(&[(ORIGIN_SECRET, "short")]),
+            Err(ConfigError::OriginSecret(_))
+        ));
+        assert!(matches!(
+            status(&[(ORIGIN_SECRET, KEY), (ORIGIN_SECRET_ARN, ARN)]),
+            Err(ConfigError::TwoSecretSources { .. })
+        ));
 
         let confirm = ConfirmConfig::from_lookup(&lookup(
             &with(&redis, &[(WEBHOOK_SECRET, KEY)])
@@ -510,31 +664,34 @@ mod tests {
             Err(ConfigError::Missing("AWS_REGION"))
         ));
         assert!(matches!(
-            JoinConfig::from_lookup(&lookup(&[
-                ("REDIS_URL", "redis://x"),
-                (SIGNING_KEY, KEY),
-                (REQUIRED_CLAIM, "email verified")
-            ])),
+            JoinConfig::from_lookup(&lookup(&with(
+                &EVENTS,
+                &[
+                    ("REDIS_URL", "redis://x"),
+                    (SIGNING_KEY, KEY),
+                    (REQUIRED_CLAIM, "email verified")
+                ]
+            ))),
             Err(ConfigError::Invalid {
                 name: REQUIRED_CLAIM,
                 ..
             })
         ));
         assert!(matches!(
-            AdmitConfig::from_lookup(&lookup(&[
-                ("REDIS_URL", "redis://x"),
-                ("ADMIT_TICK_MS", "0")
-            ])),
+            AdmitConfig::from_lookup(&lookup(&with(
+                &EVENTS,
+                &[("REDIS_URL", "redis://x"), ("ADMIT_TICK_MS", "0")]
+            ))),
             Err(ConfigError::NotMillis {
                 name: "ADMIT_TICK_MS",
                 ..
             })
         ));
         assert!(matches!(
-            AdmitConfig::from_lookup(&lookup(&[
-                ("REDIS_URL", "redis://x"),
-                ("ADMIT_RUN_MS", "soon")
-            ])),
+            AdmitConfig::from_lookup(&lookup(&with(
+                &EVENTS,
+                &[("REDIS_URL", "redis://x"), ("ADMIT_RUN_MS", "soon")]
+            ))),
             Err(ConfigError::NotMillis {
                 name: "ADMIT_RUN_MS",
                 source: Some(_)
@@ -572,9 +729,11 @@ mod tests {
 
     #[test]
     fn secrets_are_never_printed() {
-        let config =
-            JoinConfig::from_lookup(&lookup(&[("REDIS_URL", "redis://x"), (SIGNING_KEY, KEY)]))
-                .unwrap();
+        let config = JoinConfig::from_lookup(&lookup(&with(
+            &EVENTS,
+            &[("REDIS_URL", "redis://x"), (SIGNING_KEY, KEY)],
+        )))
+        .unwrap();
         assert!(!format!("{config:?}").contains(KEY));
     }
 }

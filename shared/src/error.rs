@@ -131,6 +131,14 @@ pub enum LineupError {
     #[error("{0}")]
     PaymentMismatch(String),
 
+    /// A request reached the API without going through CloudFront.
+    #[error("call the API through its public (CloudFront) address")]
+    DirectAccessRefused,
+
+    /// The pre-queue draw is not published yet (or there is no such chunk).
+    #[error("the draw is not published; it is, in the first seconds after opening")]
+    DrawNotPublished,
+
     /// A queue script answered in a shape the adapter does not know: a bug, not bad input.
     #[error("the queue store gave an unexpected reply to `{operation}`: {reply}")]
     QueueReply {
@@ -170,10 +178,13 @@ impl LineupError {
             Self::SeatStoreFailure(_) | Self::MalformedItem(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::InvalidRequest { .. } | Self::UnknownSeats(_) => StatusCode::BAD_REQUEST,
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::AccessDenied(_) | Self::ClaimRequired { .. } => StatusCode::FORBIDDEN,
-            Self::EventNotFound | Self::QueueEntryNotFound | Self::RouteNotFound { .. } => {
-                StatusCode::NOT_FOUND
+            Self::AccessDenied(_) | Self::ClaimRequired { .. } | Self::DirectAccessRefused => {
+                StatusCode::FORBIDDEN
             }
+            Self::EventNotFound
+            | Self::QueueEntryNotFound
+            | Self::RouteNotFound { .. }
+            | Self::DrawNotPublished => StatusCode::NOT_FOUND,
             Self::QueueClosed => StatusCode::CONFLICT,
             Self::QueueUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::QueueFailure(_) | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
@@ -211,6 +222,8 @@ impl LineupError {
             Self::QueueEntryNotFound => "queue_entry_not_found",
             Self::RouteNotFound { .. } => "route_not_found",
             Self::QueueClosed => "queue_closed",
+            Self::DrawNotPublished => "draw_not_published",
+            Self::DirectAccessRefused => "direct_access_refused",
             Self::AccessDenied(_) => "access_denied",
             Self::ClaimRequired { .. } => "claim_required",
             Self::QueueUnavailable(_) => "service_unavailable",

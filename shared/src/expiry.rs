@@ -40,9 +40,22 @@ impl Expiry<'_> {
                     continue;
                 }
             };
+            // The public status shows what is left (sold seats excepted; held ones may lapse back).
+            let left = seats
+                .iter()
+                .filter(|seat| seat.status != SeatStatus::Sold)
+                .count() as u64;
+            if let Err(error) = self.settings.set_seats_left(&event, left).await {
+                tracing::warn!(event = %event, error = %error, "could not record the seats left");
+            }
             // Sold out: seats exist and none is AVAILABLE or HELD (a held seat may still lapse back).
-            if !seats.is_empty() && seats.iter().all(|seat| seat.status == SeatStatus::Sold) {
-                self.settings.close(&event).await?;
+            if !seats.is_empty() && left == 0 {
+                self.settings.close(&event, true).await?;
+                // A closed event is no longer ticked: one last tick publishes its status (at the
+                // time of the closing, not of the sweep's start, so it is the newest).
+                if let Err(error) = self.events.admit_tick(&event, self.clock.now()).await {
+                    tracing::warn!(event = %event, error = %error, "could not publish the sold-out status");
+                }
                 tracing::info!(event = %event, seats = seats.len(), "sold out: queue closed");
                 sold_out.push(event.as_str().to_owned());
             }

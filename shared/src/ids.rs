@@ -56,30 +56,33 @@ impl CustomerId {
     }
 }
 
-/// A customer's place in one event's queue, as the client sees it.
-///
-/// It is derived, not stored: the first 16 bytes of an HMAC over the event and the customer,
-/// base64url without padding (22 characters). The server recomputes it from the caller and the
-/// path, so one customer cannot name another's entry, and the queue stores nothing but the
-/// customer id (see `docs/decisions/0003-derived-queue-ids.md`).
+/// A customer's place in one event's queue, as the client sees it: the signed queue ticket
+/// `<number>.<issued ms>.<MAC>` (see [`crate::signing`]): two decimal numbers and 22 characters
+/// of base64url. (The library also makes the stable 22-character entry id access tokens carry,
+/// which is never parsed from a request.) Parsing checks the shape only; whether it is the
+/// caller's own is the signing key's to say.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct QueueId(String);
 
 impl QueueId {
-    pub const LEN: usize = 22;
+    pub const MAX_LEN: usize = 64;
 
-    /// Checks the shape only; whether it belongs to the caller is [`crate::signing::SigningKey::queue_id`]'s job.
     pub fn parse(raw: &str) -> Result<Self, LineupError> {
-        let well_formed = raw.len() == Self::LEN
-            && raw
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        let decimal =
+            |part: &str| (1..=20).contains(&part.len()) && part.bytes().all(|b| b.is_ascii_digit());
+        let parts: Vec<&str> = raw.split('.').collect();
+        let well_formed = raw.len() <= Self::MAX_LEN
+            && matches!(parts.as_slice(), [number, issued, mac]
+                if decimal(number)
+                    && decimal(issued)
+                    && mac.len() == 22
+                    && mac.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'));
         if well_formed {
             Ok(Self(raw.to_owned()))
         } else {
             Err(LineupError::invalid(
                 "invalid_queue_id",
-                "queueId must be the 22-character id returned when joining",
+                "queueId must be the queue ticket returned when joining",
             ))
         }
     }
@@ -242,13 +245,19 @@ mod tests {
     }
 
     #[test]
-    fn queue_ids_have_one_shape() {
-        assert!(QueueId::parse("AAAAAAAAAAAAAAAAAAAAAA").is_ok());
+    fn queue_ids_are_tickets_in_shape() {
+        assert!(QueueId::parse("12.1800000000000.AAAAAAAAAAAAAAAAAAAAAA").is_ok());
+        assert!(QueueId::parse("0.1800000000000.AAAAAAAAAAAAAA_-AAAAAA").is_ok());
         for bad in [
             "",
-            "short",
-            "AAAAAAAAAAAAAAAAAAAAA=",
-            "AAAAAAAAAAAAAAAAAAAAAAA",
+            "AAAAAAAAAAAAAAAAAAAAAA",
+            "12.1800000000000.AAAAAAAAAAAAAAAAAAAAA",
+            "12.1800000000000.AAAAAAAAAAAAAAAAAAAAAAA",
+            "12.1800000000000.AAAAAAAAAAAAAAAAAAAAA=",
+            "-1.1800000000000.AAAAAAAAAAAAAAAAAAAAAA",
+            "12..AAAAAAAAAAAAAAAAAAAAAA",
+            "12.18.00.AAAAAAAAAAAAAAAAAAAAAA",
+            "123456789012345678901.1.AAAAAAAAAAAAAAAAAAAAAA",
         ] {
             assert!(QueueId::parse(bad).is_err(), "{bad:?} should be refused");
         }

@@ -12,8 +12,12 @@
 //! - [`secrets`]: the signing key and webhook secret, fetched from Secrets Manager and rotated.
 //! - [`signing`]: the HMAC key behind queue ids and access tokens.
 //! - [`access_token`]: the signed proof that a customer was admitted.
-//! - [`event_settings`]: per-event on-sale settings (open or closed, opening time, caps, rate).
+//! - [`event_settings`]: per-event on-sale settings (open, paused or closed, opening, caps, rate).
+//! - [`event_records`]: the durable side of an event in DynamoDB: settings, cursor, audit, draw.
+//! - [`draw`]: the pre-queue draw, committed before and published after, checkable by anyone.
+//! - [`status`]: the public status document a waiting client reads through the CDN.
 //! - [`queue`]: the queue ports and their Redis adapter (one Lua script per operation).
+//! - [`place_restore`]: after a cache loss, putting an event and its customers back.
 //! - [`ledger`]: seats, holds, orders and payments: the ports and their DynamoDB adapter.
 //! - [`webhook_signature`]: verifying (and, for tests, making) payment webhook signatures.
 //! - [`outbox`]: the outbox event, the SQS publisher and the DynamoDB Streams handler.
@@ -27,7 +31,9 @@ pub mod admission;
 pub mod aws;
 pub mod clock;
 pub mod config;
+pub mod draw;
 pub mod error;
+pub mod event_records;
 pub mod event_settings;
 pub mod expiry;
 pub mod http;
@@ -36,9 +42,11 @@ pub mod ledger;
 pub mod logging;
 pub mod metrics;
 pub mod outbox;
+pub mod place_restore;
 pub mod queue;
 pub mod secrets;
 pub mod signing;
+pub mod status;
 pub mod wait_policy;
 pub mod webhook_signature;
 

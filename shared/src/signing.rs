@@ -1,5 +1,11 @@
-//! The server's HMAC-SHA256 key. It derives queue ids and signs access tokens; each use mixes in
+//! The server's HMAC-SHA256 key. It signs queue tickets and access tokens; each use mixes in
 //! its own purpose label, so a MAC made for one can never be replayed as the other.
+//!
+//! A queue ticket is the `queueId` a join returns: `<number>.<issued ms>.<MAC>`, the MAC over
+//! the event, the customer, the number (0: none yet, a pre-queue entrant) and the issue time. The
+//! client shows it to poll; the server checks it is the caller's own for this event (another
+//! customer's ticket, a forged number, or one for another event answers 404 like an unknown
+//! one). It is what puts a customer back at their number after the cache is lost.
 //!
 //! The key comes from Secrets Manager in AWS (the literal value only locally), never from the
 //! repository, and it is rotated: [`SigningKeys`] holds the current version, which makes new
@@ -13,6 +19,9 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
+use std::time::SystemTime;
+
+use crate::clock::{from_unix_millis, unix_millis};
 use crate::ids::{CustomerId, EventId, QueueId};
 use crate::secrets::{KeyRing, Rotating, SecretKey};
 
@@ -86,7 +95,7 @@ impl SigningKey {
         mac.finalize().into_bytes().into()
     }
 
-    /// The queue id of `customer` in `event`'s queue (see [`QueueId`]).
+    /// The customer's stable entry id in `event`'s queue, which access tokens carry (`q`).
     pub fn queue_id(&self, event: &EventId, customer: &CustomerId) -> QueueId {
         let mac = self.mac(
             "lineup/queue-id/v1",
@@ -95,20 +104,80 @@ impl SigningKey {
         QueueId::from_trusted(URL_SAFE_NO_PAD.encode(&mac[..16]))
     }
 
-    /// Whether `claimed` is the caller's own queue id for this event under this key, in
-    /// constant time.
-    fn owns(&self, claimed: &QueueId, event: &EventId, caller: &CustomerId) -> Choice {
-        let expected = self.queue_id(event, caller);
-        expected
-            .as_str()
-            .as_bytes()
-            .ct_eq(claimed.as_str().as_bytes())
+    fn ticket_mac(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+        number: u64,
+        issued: u64,
+    ) -> String {
+        let mac = self.mac(
+            "lineup/queue-ticket/v1",
+            &[
+                event.as_str().as_bytes(),
+                customer.as_str().as_bytes(),
+                number.to_string().as_bytes(),
+                issued.to_string().as_bytes(),
+            ],
+        );
+        URL_SAFE_NO_PAD.encode(&mac[..16])
     }
 
-    /// Whether `claimed` is the caller's own queue id for this event, in constant time.
-    pub fn is_own_queue_id(&self, claimed: &QueueId, event: &EventId, caller: &CustomerId) -> bool {
-        self.owns(claimed, event, caller).into()
+    /// The signed ticket for `customer`'s place in `event`'s queue.
+    pub fn queue_ticket(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+        ticket: QueueTicket,
+    ) -> QueueId {
+        let number = ticket.number.unwrap_or(0);
+        let issued = unix_millis(ticket.issued_at);
+        let mac = self.ticket_mac(event, customer, number, issued);
+        QueueId::from_trusted(format!("{number}.{issued}.{mac}"))
     }
+
+    /// Whether `claimed` is a ticket this key signed for the caller in this event, in constant
+    /// time: the ticket if so.
+    fn opens(
+        &self,
+        claimed: &QueueId,
+        event: &EventId,
+        caller: &CustomerId,
+    ) -> (Choice, Option<QueueTicket>) {
+        let Some((number, issued, mac)) = ticket_parts(claimed.as_str()) else {
+            return (Choice::from(0), None);
+        };
+        let expected = self.ticket_mac(event, caller, number, issued);
+        let ticket = QueueTicket {
+            number: (number > 0).then_some(number),
+            issued_at: from_unix_millis(issued),
+        };
+        (expected.as_bytes().ct_eq(mac.as_bytes()), Some(ticket))
+    }
+}
+
+/// A customer's place as their ticket states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueTicket {
+    /// The queue number; `None` for a pre-queue entrant before the draw.
+    pub number: Option<u64>,
+    /// When the ticket was issued: only tickets older than a cache loss can restore a place.
+    pub issued_at: SystemTime,
+}
+
+/// `<number>.<issued ms>.<22-character MAC>`, numbers in canonical decimal (no sign, no leading
+/// zeros), so one ticket has exactly one spelling.
+fn ticket_parts(text: &str) -> Option<(u64, u64, &str)> {
+    let mut parts = text.split('.');
+    let (number, issued, mac) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || mac.len() != 22 {
+        return None;
+    }
+    let canonical = |digits: &str| -> Option<u64> {
+        let value: u64 = digits.parse().ok()?;
+        (digits.bytes().all(|b| b.is_ascii_digit()) && value.to_string() == digits).then_some(value)
+    };
+    Some((canonical(number)?, canonical(issued)?, mac))
 }
 
 impl SecretKey for SigningKey {
@@ -136,20 +205,32 @@ impl Rotating<SigningKey> {
         self.ring().current().clone()
     }
 
-    /// The queue id of `customer` in `event`'s queue, made with the current key.
-    pub fn queue_id(&self, event: &EventId, customer: &CustomerId) -> QueueId {
-        self.ring().current().queue_id(event, customer)
+    /// A ticket for `customer`'s place, signed with the current key.
+    pub fn queue_ticket(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+        ticket: QueueTicket,
+    ) -> QueueId {
+        self.ring().current().queue_ticket(event, customer, ticket)
     }
 
-    /// Whether `claimed` is the caller's own queue id for this event under the current or the
+    /// The ticket, if `claimed` is the caller's own for this event under the current or the
     /// previous key. Both are checked, in constant time, whichever matches.
-    pub fn is_own_queue_id(&self, claimed: &QueueId, event: &EventId, caller: &CustomerId) -> bool {
+    pub fn open_ticket(
+        &self,
+        claimed: &QueueId,
+        event: &EventId,
+        caller: &CustomerId,
+    ) -> Option<QueueTicket> {
         let ring = self.ring();
-        ring.versions()
-            .fold(Choice::from(0), |owned, key| {
-                owned | key.owns(claimed, event, caller)
-            })
-            .into()
+        let mut found = None;
+        let owned = ring.versions().fold(Choice::from(0), |owned, key| {
+            let (ok, ticket) = key.opens(claimed, event, caller);
+            found = found.or(ticket);
+            owned | ok
+        });
+        bool::from(owned).then_some(found).flatten()
     }
 }
 
@@ -166,18 +247,61 @@ mod tests {
         assert_eq!(SigningKey::new(vec![1u8; 31]).unwrap_err().got, 31);
     }
 
+    fn ticket(number: Option<u64>) -> QueueTicket {
+        QueueTicket {
+            number,
+            issued_at: from_unix_millis(1_800_000_000_123),
+        }
+    }
+
     #[test]
-    fn queue_ids_are_stable_and_bound_to_event_and_customer() {
+    fn tickets_are_bound_to_event_customer_number_and_time() {
+        let keys = SigningKeys::fixed(KeyRing::new(key(), None));
         let event = EventId::parse("ev1").unwrap();
         let alice = CustomerId::parse("alice").unwrap();
         let bob = CustomerId::parse("bob").unwrap();
-        let id = key().queue_id(&event, &alice);
-        assert_eq!(id, key().queue_id(&event, &alice));
+        let id = keys.queue_ticket(&event, &alice, ticket(Some(42)));
+        assert!(
+            id.as_str().starts_with("42.1800000000123."),
+            "{}",
+            id.as_str()
+        );
         assert!(QueueId::parse(id.as_str()).is_ok());
-        assert!(key().is_own_queue_id(&id, &event, &alice));
-        assert!(!key().is_own_queue_id(&id, &event, &bob));
+        assert_eq!(
+            keys.open_ticket(&id, &event, &alice),
+            Some(ticket(Some(42)))
+        );
+        assert_eq!(keys.open_ticket(&id, &event, &bob), None);
         let other_event = EventId::parse("ev2").unwrap();
-        assert!(!key().is_own_queue_id(&id, &other_event, &alice));
+        assert_eq!(keys.open_ticket(&id, &other_event, &alice), None);
+
+        // A pre-queue ticket has no number.
+        let entrant = keys.queue_ticket(&event, &alice, ticket(None));
+        assert!(entrant.as_str().starts_with("0."));
+        assert_eq!(
+            keys.open_ticket(&entrant, &event, &alice),
+            Some(ticket(None))
+        );
+
+        // Moving to the front by editing the number, or spelling it differently, fails.
+        let mac = id.as_str().rsplit('.').next().unwrap();
+        for forged in [
+            format!("1.1800000000123.{mac}"),
+            format!("042.1800000000123.{mac}"),
+            format!("+42.1800000000123.{mac}"),
+            format!("42.1800000000124.{mac}"),
+            format!("42.1800000000123.{mac}.x"),
+            "42.1800000000123".to_owned(),
+        ] {
+            let Ok(forged) = QueueId::parse(&forged) else {
+                continue;
+            };
+            assert_eq!(
+                keys.open_ticket(&forged, &event, &alice),
+                None,
+                "{forged:?}"
+            );
+        }
     }
 
     #[test]
@@ -206,25 +330,30 @@ mod tests {
     }
 
     #[test]
-    fn queue_ids_of_the_previous_key_stay_valid_until_it_is_dropped() {
+    fn tickets_of_the_previous_key_stay_valid_until_it_is_dropped() {
         let event = EventId::parse("ev1").unwrap();
         let alice = CustomerId::parse("alice").unwrap();
         let old = key();
         let new = SigningKey::new(vec![9u8; 32]).unwrap();
         let older = SigningKey::new(vec![5u8; 32]).unwrap();
-        let old_id = old.queue_id(&event, &alice);
+        let old_id = old.queue_ticket(&event, &alice, ticket(Some(7)));
 
         let rotated = SigningKeys::fixed(KeyRing::new(new.clone(), Some(old.clone())));
-        assert!(rotated.is_own_queue_id(&old_id, &event, &alice));
         assert_eq!(
-            rotated.queue_id(&event, &alice),
-            new.queue_id(&event, &alice)
+            rotated.open_ticket(&old_id, &event, &alice),
+            Some(ticket(Some(7)))
         );
-        assert!(rotated.is_own_queue_id(&new.queue_id(&event, &alice), &event, &alice));
-        assert!(!rotated.is_own_queue_id(&old_id, &event, &CustomerId::parse("bob").unwrap()));
+        assert_eq!(
+            rotated.queue_ticket(&event, &alice, ticket(Some(7))),
+            new.queue_ticket(&event, &alice, ticket(Some(7)))
+        );
+        assert_eq!(
+            rotated.open_ticket(&old_id, &event, &CustomerId::parse("bob").unwrap()),
+            None
+        );
 
         let rotated_twice = SigningKeys::fixed(KeyRing::new(older, Some(new)));
-        assert!(!rotated_twice.is_own_queue_id(&old_id, &event, &alice));
+        assert_eq!(rotated_twice.open_ticket(&old_id, &event, &alice), None);
         assert_eq!(
             rotated.ring().find(old.id()).map(SigningKey::id),
             Some(old.id())

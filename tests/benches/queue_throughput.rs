@@ -86,7 +86,7 @@ async fn main() {
         .trim_end_matches('/')
         .to_owned();
     let queue: Arc<RedisQueue> = queue();
-    let api = Arc::new(api(queue.clone(), Arc::new(SystemClock)));
+    let api = Arc::new(api(queue.clone(), Arc::new(SystemClock)).await);
     let raw = redis().await;
 
     println!("queue throughput: {total} operations per figure, {CONCURRENCY} concurrent callers, Redis at {url}");
@@ -171,9 +171,8 @@ async fn main() {
         throughput(total, move |n| {
             let (api, event) = (api.clone(), event.clone());
             async move {
-                let id = signing_key().queue_id(&event, &customer(n));
-                let response =
-                    poll::handle(&api, poll_request(&event, &customer(n), id.as_str())).await;
+                let id = ticket_at(&event, &customer(n), None, SystemTime::now());
+                let response = poll::handle(&api, poll_request(&event, &customer(n), &id)).await;
                 assert_eq!(response.status(), StatusCode::OK);
             }
         })

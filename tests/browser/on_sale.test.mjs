@@ -1,33 +1,46 @@
 // End-to-end on-sale through the waiting-room page, in Debian's Chromium, against a running
 // `lineup dev` (LINEUP_URL, default http://127.0.0.1:3000):
 //
-//   a. Alice, on a phone, joins the queue, is admitted, sees the seat map and holds 2 seats.
+//   a. Alice, on a phone, joins the queue: her page shows her number and where the queue is,
+//      keeps her ticket, reads the public status (no name sent) and claims once when her number
+//      is called; admitted, she sees the seat map and holds 2 seats.
 //   b. Bob, on a desktop, admitted too, tries to hold one of Alice's seats from a seat map he
 //      loaded before she held it: the server refuses (409 seats_unavailable), his page says which
 //      seat was taken, keeps his other choice, and he gets no order.
 //   c. Alice pays (simulated provider → signed webhook → outbox → SQS → ticket desk); her page
 //      shows the issued ticket with exactly her 2 seats.
+//   d. Carol joins an event of its own before it opens (made with the `lineup` binary,
+//      LINEUP_BIN, default target/debug/lineup): her page says the draw happens at opening,
+//      survives a reload by polling with the stored ticket (no second join), then shows her
+//      number from the published draw and claims it; the wait cost the server 3 requests.
 //
 // Run: (cd tests/browser && npm install) once, then `node --test tests/browser/` from the repo
 // root. Screenshots go to target/browser/.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 
 const BASE = (process.env.LINEUP_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SHOTS = path.join(REPO, 'target', 'browser');
+const LINEUP_BIN = process.env.LINEUP_BIN ?? path.join(REPO, 'target', 'debug', 'lineup');
 
 // Generous: the local stack (Redis + a serialised moto) is slow-ish.
 const STEP_MS = 30_000; // loading pages, seat maps, holds
 const ADMIT_MS = 90_000; // join → admitted (first poll comes after Retry-After, >= 5 s)
 const TICKET_MS = 60_000; // pay → ticket shown
 const SOLD_MS = 30_000; // the seat map's index may lag a few seconds behind the sale
+const OPENS_IN_S = 20; // Carol's event opens this long after it is made
+// Opening, the draw (a tick), its publication in the status (the next tick), a status read
+// (5 s apart), the random pause before the chunk fetch (up to 10 s), and slack for moto.
+const NUMBER_MS = (OPENS_IN_S + 60) * 1000;
 
 const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
 const DESKTOP = { viewport: { width: 1440, height: 960 } };
@@ -64,21 +77,33 @@ test('on-sale in the browser: queue, seat map, a lost race for a seat, payment, 
       const body = await response.json();
       assert.ok(['waiting', 'admitted'].includes(body.status), `join status ${body.status}`);
       await alice.page.waitForSelector('#status[data-status="waiting"], #status[data-status="admitted"]', { timeout: STEP_MS });
-      if (body.status === 'waiting' && body.position === undefined) {
-        // Before opening the server shows no position (the pre-queue draw is not revealed).
-        assert.ok(body.opensAt, `a waiting answer without a position is a pre-opening one: ${JSON.stringify(body)}`);
+      if (body.status === 'waiting') {
+        // After opening a join gives a number; the page shows it and where the queue is.
+        assert.ok(Number.isInteger(body.number) && Number.isInteger(body.servingUpTo),
+          `a waiting answer after opening has a number: ${JSON.stringify(body)}`);
+        await alice.page.waitForSelector(`#position[data-number="${body.number}"]`, { timeout: STEP_MS });
         const position = await alice.page.textContent('#position');
-        assert.match(position, /pre-queue.*drawn at opening/i, `the page explains the pre-queue, got "${position}"`);
-      } else if (body.status === 'waiting') {
-        const position = await alice.page.textContent('#position');
-        assert.match(position, body.position === 0 ? /you are next/i : new RegExp(`number ${(body.position + 1).toLocaleString('en-US')}\\b`),
-          `the page shows the 1-based position (server position ${body.position}), got "${position}"`);
+        assert.match(position, new RegExp(`number is ${body.number.toLocaleString('en-US')}\\b`),
+          `the page shows the number ${body.number}, got "${position}"`);
+        if (body.number > body.servingUpTo) {
+          const eta = await alice.page.textContent('#eta');
+          assert.match(eta, /now serving up to [\d,]+: [\d,]+ numbers? to go before yours\. estimated wait/i,
+            `the page shows where the queue is, the distance and the ETA, got "${eta}"`);
+        }
+        assert.equal(storedTicket(await alice.page.evaluate((key) => localStorage.getItem(key), ticketKey(info.eventId, alice.name))).queueId,
+          body.queueId, 'the page keeps the ticket in localStorage');
       }
       await shot(alice.page, '01-alice-queue.png');
     });
 
     await step(alice, 'Alice is admitted and sees the seat map', async () => {
       await waitAdmitted(alice);
+      // The wait: the public status read without her name, and one claim at the origin.
+      assert.ok(alice.requests.some((r) => r.path.endsWith('/status')), 'the page read the public status');
+      assert.deepEqual(alice.requests.filter((r) => r.path.endsWith('/status') && r.authorization), [],
+        'the status is read without a JWT (the CDN serves everyone the same)');
+      const polls = alice.requests.filter((r) => r.method === 'GET' && /\/queue\/[^/]+$/.test(r.path));
+      assert.equal(polls.length, 1, `the page claims once: ${polls.map((r) => r.path).join(', ')}`);
       await alice.page.evaluate(() => document.getElementById('seats').scrollIntoView({ block: 'start' }));
       await shot(alice.page, '02-alice-seats.png');
       const overflow = await alice.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -222,7 +247,112 @@ test('on-sale in the browser: queue, seat map, a lost race for a seat, payment, 
   }
 });
 
+test('pre-queue in the browser: the draw at opening, a reload that keeps the ticket, the number from the draw', { timeout: 300_000 }, async () => {
+  const info = await devInfo();
+  await mkdir(SHOTS, { recursive: true });
+  const event = `prequeue-${suffix()}`;
+  await lineup(info, ['seed', '--event', event, '--seats', '20']);
+  await lineup(info, ['event', 'open', event, '--opens-at', `+${OPENS_IN_S}s`]);
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const people = [];
+  try {
+    const carol = await customer(browser, `carol-${suffix()}`, PHONE, people);
+    const url = `${BASE}/?customer=${encodeURIComponent(carol.name)}&event=${encodeURIComponent(event)}`;
+    let joined;
+
+    await step(carol, 'Carol joins before opening and is told the draw happens at opening', async () => {
+      await carol.page.goto(url, { timeout: STEP_MS });
+      await waitText(carol.page, '#event-name', event, STEP_MS);
+      const answer = carol.page.waitForResponse((r) => isApi(r, 'POST', /\/events\/[^/]+\/queue$/), { timeout: STEP_MS });
+      await carol.page.click('#join');
+      const response = await answer;
+      joined = await response.json();
+      assert.equal(response.status(), 201, `join answered ${response.status()}: ${JSON.stringify(joined)}`);
+      assert.equal(joined.status, 'waiting');
+      assert.equal(joined.number, undefined, `no number before the draw: ${JSON.stringify(joined)}`);
+      assert.match(joined.entrant ?? '', /^[0-9a-f]{32}$/, 'the answer carries the entrant hash');
+      await carol.page.waitForSelector('#position[data-pre-queue="true"]', { timeout: STEP_MS });
+      assert.match(await carol.page.textContent('#position'), /pre-queue.*draw happens at opening/i);
+      assert.match(await carol.page.textContent('#eta'), /sale opens/i);
+      await shot(carol.page, '07-carol-pre-queue.png');
+    });
+
+    await step(carol, 'Carol reloads: the page polls with her ticket instead of joining again', async () => {
+      const stored = storedTicket(await carol.page.evaluate((key) => localStorage.getItem(key), ticketKey(event, carol.name)));
+      assert.equal(stored.queueId, joined.queueId, 'the ticket is kept in localStorage');
+      assert.equal(stored.entrant, joined.entrant, 'so is the entrant hash');
+      const before = carol.requests.length;
+      const polled = carol.page.waitForResponse((r) => isApi(r, 'GET', /\/events\/[^/]+\/queue\/[^/]+$/), { timeout: STEP_MS });
+      await carol.page.reload({ timeout: STEP_MS });
+      const response = await polled;
+      assert.equal(response.status(), 200);
+      assert.equal(decodeURIComponent(new URL(response.url()).pathname.split('/').pop()), joined.queueId, 'it polls with the stored ticket');
+      await carol.page.waitForSelector('#position[data-pre-queue="true"]', { timeout: STEP_MS });
+      const since = carol.requests.slice(before);
+      assert.ok(!since.some((r) => r.method === 'POST' && r.path.endsWith('/queue')), 'no second join after the reload');
+    });
+
+    await step(carol, 'Carol finds her number in the published draw and is admitted', async () => {
+      // Her number is shown from the draw until called, and with the admission after.
+      await carol.page.waitForSelector('#position[data-number]', { timeout: NUMBER_MS }).catch(async () => {
+        assert.fail(`no number within ${NUMBER_MS / 1000} s of joining; the page says "${(await carol.page.textContent('#position'))?.trim()}"`);
+      });
+      await waitAdmitted(carol);
+      const number = Number(await carol.page.getAttribute('#position', 'data-number'));
+      const listed = carol.draws.flatMap((chunk) => chunk?.entries ?? []).find(([entrant]) => entrant === joined.entrant);
+      assert.ok(listed, `the page fetched the draw chunk listing Carol (${carol.draws.length} chunk(s) fetched)`);
+      assert.equal(number, listed[1], 'the page shows the number the published draw gives her');
+      assert.match(await carol.page.textContent('#position'), new RegExp(`number ${number}\\b.*called`, 'i'));
+      const stored = storedTicket(await carol.page.evaluate((key) => localStorage.getItem(key), ticketKey(event, carol.name)));
+      assert.equal(stored.number, number, 'the stored ticket has the number');
+      await shot(carol.page, '08-carol-admitted.png');
+      // The whole wait cost the server 3 requests: the join, the reload's poll, the claim.
+      const origin = carol.requests.filter((r) => /\/queue(\/[^/]+)?$/.test(r.path));
+      assert.deepEqual(origin.map((r) => r.method), ['POST', 'GET', 'GET'], `origin requests: ${JSON.stringify(origin)}`);
+      assert.ok(carol.requests.filter((r) => r.path.endsWith('/status')).every((r) => !r.authorization),
+        'the status is read without a JWT');
+    });
+
+    await step(carol, 'Carol gives the admission back, and the ticket is forgotten', async () => {
+      await carol.page.click('#leave');
+      await carol.page.waitForSelector('#status[data-status="left"]', { timeout: STEP_MS });
+      assert.equal(await carol.page.evaluate((key) => localStorage.getItem(key), ticketKey(event, carol.name)), null);
+    });
+
+    for (const person of people) {
+      assert.deepEqual(person.errors, [], `${person.name}'s page threw: ${person.errors.join('; ')}`);
+    }
+  } finally {
+    await browser.close();
+  }
+});
+
 // ------------------------------------------------------------------------------------ helpers
+
+/** Runs the `lineup` binary against the dev server's own stack (from /dev/info). */
+async function lineup(info, args) {
+  const stack = ['--redis-url', info.redisUrl, '--endpoint-url', info.awsEndpointUrl,
+    '--seats-table', info.tables.seats, '--orders-table', info.tables.orders,
+    '--outbox-table', info.tables.outbox, '--events-table', info.tables.events];
+  try {
+    await promisify(execFile)(LINEUP_BIN, [...args, ...stack], { timeout: STEP_MS });
+  } catch (error) {
+    assert.fail(`lineup ${args.join(' ')} failed (${LINEUP_BIN}; set LINEUP_BIN to another build): ` +
+      `${error.stderr?.trim() || error.message}`);
+  }
+}
+
+const ticketKey = (eventId, customer) => `lineup.ticket.${eventId}.${customer}`;
+
+function storedTicket(json) {
+  assert.ok(json, 'the page stored a queue ticket');
+  return JSON.parse(json);
+}
 
 async function devInfo() {
   let response;
@@ -234,7 +364,7 @@ async function devInfo() {
   }
   assert.equal(response.status, 200, `GET ${BASE}/dev/info answered ${response.status}`);
   const info = await response.json();
-  for (const field of ['eventId', 'eventName', 'currency', 'holdSeconds']) {
+  for (const field of ['eventId', 'eventName', 'currency', 'holdSeconds', 'redisUrl', 'awsEndpointUrl', 'tables']) {
     assert.ok(info[field] !== undefined, `/dev/info has no ${field}: ${JSON.stringify(info)}`);
   }
   return info;
@@ -244,8 +374,20 @@ async function customer(browser, name, options, people) {
   const context = await browser.newContext(options);
   context.setDefaultTimeout(STEP_MS);
   const page = await context.newPage();
-  const person = { name, context, page, errors: [] };
+  const person = { name, context, page, errors: [], requests: [], draws: [] };
   page.on('pageerror', (error) => person.errors.push(error.message));
+  // What the page asked the API for (not the page's own files), and the draw chunks it got.
+  page.on('request', (request) => {
+    const url = new URL(request.url());
+    if (/^\/(events|orders|dev)\//.test(url.pathname)) {
+      person.requests.push({ method: request.method(), path: url.pathname, authorization: request.headers().authorization ?? null });
+    }
+  });
+  page.on('response', async (response) => {
+    if (/\/draw\/[0-9a-f]+$/.test(new URL(response.url()).pathname) && response.status() === 200) {
+      person.draws.push(await response.json().catch(() => null));
+    }
+  });
   people.push(person);
   return person;
 }

@@ -15,14 +15,19 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use lambda_http::{Body, Request, Response};
-use lineup::clock::Clock;
+use lineup::admission::{AdmissionLoop, AdmissionPorts};
+use lineup::clock::{Clock, FixedClock};
+use lineup::draw::DrawSeed;
+use lineup::event_records::dynamo::DynamoEventRecords;
 use lineup::event_settings::EventSettings;
 use lineup::http::QueueApi;
 use lineup::ids::{CustomerId, EventId};
+use lineup::place_restore::Restorer;
 use lineup::queue::keys::{EventKeys, OPEN_EVENTS};
 use lineup::queue::redis::RedisQueue;
 use lineup::queue::EventSettingsStore;
-use lineup::signing::SigningKey;
+use lineup::queue::TickReport;
+use lineup::signing::{QueueTicket, SigningKey};
 use serde_json::Value;
 
 /// The development signing key (`lineup dev`'s). Not a secret: it signs nothing outside local
@@ -71,12 +76,106 @@ pub fn customer(n: usize) -> CustomerId {
     CustomerId::parse(&format!("customer-{n:05}")).expect("valid customer id")
 }
 
-/// Creates `event`, open, with these settings.
+/// Creates `event` in Redis only (no durable record), with these settings and a fresh seed.
 pub async fn configure(queue: &RedisQueue, event: &EventId, settings: EventSettings) {
     queue
-        .configure(event, &settings)
+        .configure(event, &settings, &DrawSeed::generate())
         .await
         .expect("configure the event");
+}
+
+/// The events table every test in this process shares (events have unique ids), created on
+/// first use in the local emulator.
+pub async fn records() -> Arc<DynamoEventRecords> {
+    static TABLE: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    let dynamo = aws::dynamo().await;
+    let table = TABLE
+        .get_or_init(|| async {
+            let name = aws::unique("events");
+            DynamoEventRecords::new(dynamo.clone(), name.clone())
+                .create_table()
+                .await
+                .expect("create the events table");
+            name
+        })
+        .await;
+    Arc::new(DynamoEventRecords::new(dynamo, table.clone()))
+}
+
+/// An events table of its own, for a test whose admitter lists every open event (a shared table
+/// would make it tick other tests' events).
+pub async fn private_records() -> Arc<DynamoEventRecords> {
+    let records = DynamoEventRecords::new(aws::dynamo().await, aws::unique("events"));
+    records
+        .create_table()
+        .await
+        .expect("create an events table");
+    Arc::new(records)
+}
+
+/// What restores events and customers after a cache loss, over `queue` and the shared table.
+pub async fn restorer(queue: Arc<RedisQueue>) -> Arc<Restorer> {
+    let records = records().await;
+    Arc::new(Restorer::new(queue, records.clone(), records))
+}
+
+/// The admitter as the `admit` function runs it, over `queue` and the shared events table, for
+/// one event at a time (tests run in parallel: ticking every open event would admit theirs).
+pub struct Admission {
+    queue: Arc<RedisQueue>,
+    records: Arc<DynamoEventRecords>,
+    restorer: Arc<Restorer>,
+}
+
+impl Admission {
+    pub async fn new(queue: Arc<RedisQueue>) -> Self {
+        Self {
+            records: records().await,
+            restorer: restorer(queue.clone()).await,
+            queue,
+        }
+    }
+
+    /// One tick of `event` at `now`: admit, draw if due, publish the status, save the cursor.
+    pub async fn tick(&self, event: &EventId, now: SystemTime) -> TickReport {
+        let ports = AdmissionPorts {
+            admitter: &*self.queue,
+            draw: &*self.queue,
+            records: &*self.records,
+            publication: &*self.records,
+            restorer: &self.restorer,
+        };
+        let clock = FixedClock::at(now);
+        AdmissionLoop::new(ports, &clock, Duration::from_secs(1))
+            .tick_event(event, now)
+            .await
+            .expect("admit tick")
+    }
+}
+
+/// A ticket for `customer`, stating `number`, issued at `issued_at`.
+pub fn ticket_at(
+    event: &EventId,
+    customer: &CustomerId,
+    number: Option<u64>,
+    issued_at: SystemTime,
+) -> String {
+    let keys: lineup::signing::SigningKeys = signing_key().into();
+    keys.queue_ticket(event, customer, QueueTicket { number, issued_at })
+        .as_str()
+        .to_owned()
+}
+
+/// A valid ticket for `customer`'s current place: their number as Redis holds it (none in the
+/// pre-queue), issued now.
+pub async fn queue_id(event: &EventId, customer: &CustomerId) -> String {
+    let number: Option<f64> = redis::cmd("ZSCORE")
+        .arg(EventKeys::new(event).queue)
+        .arg(customer.as_str())
+        .query_async(&mut redis().await)
+        .await
+        .expect("ZSCORE");
+    ticket_at(event, customer, number.map(|n| n as u64), SystemTime::now())
 }
 
 /// An open event that opened a minute ago, with the default caps.
@@ -91,8 +190,9 @@ pub async fn open_event(queue: &RedisQueue, now: SystemTime) -> EventId {
     event
 }
 
-pub fn api(queue: Arc<RedisQueue>, clock: Arc<dyn Clock>) -> QueueApi {
+pub async fn api(queue: Arc<RedisQueue>, clock: Arc<dyn Clock>) -> QueueApi {
     QueueApi {
+        restorer: restorer(queue.clone()).await,
         line: queue,
         key: signing_key().into(),
         clock,
@@ -244,7 +344,11 @@ pub async fn snapshot(event: &EventId) -> BTreeMap<String, Value> {
             .unwrap();
         state.insert(name.to_owned(), serde_json::to_value(map).unwrap());
     }
-    for (name, key) in [("queue", &keys.queue), ("active", &keys.active)] {
+    for (name, key) in [
+        ("queue", &keys.queue),
+        ("active", &keys.active),
+        ("offered", &keys.offered),
+    ] {
         let members: Vec<(String, f64)> = redis::cmd("ZRANGE")
             .arg(key)
             .arg(0)

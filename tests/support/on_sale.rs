@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use lambda_http::{Body, Request, Response};
 use lineup::clock::{Clock, FixedClock};
+use lineup::draw::DrawSeed;
 use lineup::event_settings::{EventSettings, QueueState};
 use lineup::http::confirm::{self, ConfirmApi};
 use lineup::http::holds::{self, HoldApi};
@@ -61,8 +62,13 @@ pub struct OnSale {
 }
 
 impl OnSale {
-    /// `seats` seats `A-001`.. at 12,000 each (KRW), in fresh tables.
+    /// `seats` seats `A-001`.. at 12,000 each (KRW), in fresh tables, on the shared Redis.
     pub async fn with_seats(seats: usize) -> Self {
+        Self::with_seats_on(seats, queue()).await
+    }
+
+    /// The same on a Redis of the caller's (a test that flushes it needs its own).
+    pub async fn with_seats_on(seats: usize, queue: Arc<RedisQueue>) -> Self {
         let dynamo = dynamo().await;
         let tables = TableNames {
             seats: unique("seats"),
@@ -92,21 +98,22 @@ impl OnSale {
             .expect("seed seats");
 
         let clock = Arc::new(FixedClock::at(SystemTime::now()));
-        let queue = queue();
         let settings = EventSettings {
             state: QueueState::Open,
             opens_at: clock.now() - Duration::from_secs(60),
             max_active: 10_000,
             admit_per_second: 10_000,
             session: Duration::from_secs(600),
+            claim_window: Duration::from_secs(60),
             ticket_limit: None,
         };
         queue
-            .configure(&event, &settings)
+            .configure(&event, &settings, &DrawSeed::generate())
             .await
             .expect("configure event");
 
         let queue_api = QueueApi {
+            restorer: crate::restorer(queue.clone()).await,
             line: queue.clone(),
             key: signing_key().into(),
             clock: clock.clone(),
@@ -155,10 +162,12 @@ impl OnSale {
         assert!(report.waiting == 0, "everyone admitted at once");
         let mut tokens = Vec::new();
         for customer in customers {
-            let queue_id = signing_key().queue_id(&self.event, customer);
+            // Admitted customers are no longer in the queue: their ticket states the number they
+            // had, which the claim does not need.
+            let queue_id = crate::ticket_at(&self.event, customer, None, self.clock.now());
             let response = poll::handle(
                 &self.queue_api,
-                crate::poll_request(&self.event, customer, queue_id.as_str()),
+                crate::poll_request(&self.event, customer, &queue_id),
             )
             .await;
             let polled = body(&response);

@@ -19,7 +19,10 @@ use base64::Engine;
 use lambda_http::Body;
 use lineup::http::confirm::ConfirmApi;
 use lineup::http::holds::HoldApi;
+use lineup::http::public::PublicApi;
 use lineup::http::QueueApi;
+
+use super::edge_cache::EdgeCache;
 use serde_json::{json, Value};
 
 use super::routes::{Function, Route};
@@ -34,6 +37,9 @@ pub struct Functions {
     pub queue: QueueApi,
     pub hold: HoldApi,
     pub confirm: ConfirmApi,
+    pub public: PublicApi,
+    /// CloudFront's part: the public routes' cache, and the origin's traffic per route.
+    pub edge: Arc<EdgeCache>,
 }
 
 impl Functions {
@@ -42,12 +48,13 @@ impl Functions {
         function: Function,
         request: lambda_http::Request,
     ) -> lambda_http::Response<Body> {
-        use lineup::http::{confirm, holds, join, poll};
+        use lineup::http::{confirm, holds, join, poll, public};
         match function {
             Function::Join => join::handle(&self.queue, request).await,
             Function::Poll => poll::handle(&self.queue, request).await,
             Function::Hold => holds::handle(&self.hold, request).await,
             Function::Confirm => confirm::handle(&self.confirm, request).await,
+            Function::Status => public::handle(&self.public, request).await,
         }
     }
 }
@@ -95,7 +102,16 @@ pub async fn serve(
             );
         }
     };
-    let answer = functions.invoke(route.function, request).await;
+    let route_key = route.key();
+    let origin = functions.invoke(route.function, request);
+    let answer = if route.cached() {
+        functions
+            .edge
+            .serve(&route_key, parts.uri.path(), origin)
+            .await
+    } else {
+        functions.edge.pass(&route_key, origin).await
+    };
     tracing::debug!(route = %route.key(), status = answer.status().as_u16(), ms = started.elapsed().as_millis() as u64, "request");
     into_http(answer)
 }

@@ -12,6 +12,7 @@
 //! ([`crate::outbox_pump`]). Ctrl-C stops all of it, and the services it started.
 
 pub mod api_gateway;
+pub mod edge_cache;
 pub mod page;
 pub mod payment_provider;
 pub mod routes;
@@ -52,6 +53,9 @@ use crate::local_stack::{CacheDir, LocalStack, StackError, StackPorts};
 use crate::outbox_pump::{self, OutboxPump, PumpError};
 use crate::venue::{self, VenueError};
 use api_gateway::{error, Functions};
+use lineup::event_records::dynamo::DynamoEventRecords;
+use lineup::http::public::PublicApi;
+use lineup::place_restore::Restorer;
 
 /// Development secrets, used when the environment sets none. Not secrets: they are in the repo.
 pub const DEV_SIGNING_KEY: &str = "lineup-local-development-key-not-a-secret";
@@ -159,6 +163,9 @@ pub struct DevInfo {
     pub tables: TablesInfo,
     pub ticket_queue_url: String,
     pub dev: bool,
+    /// What reached the functions per route, and what the CDN stand-in answered, so far.
+    #[serde(default)]
+    pub traffic: std::collections::BTreeMap<String, edge_cache::RouteTraffic>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -166,6 +173,7 @@ pub struct TablesInfo {
     pub seats: String,
     pub orders: String,
     pub outbox: String,
+    pub events: String,
 }
 
 pub async fn run(args: DevArgs) -> Result<(), DevError> {
@@ -275,6 +283,8 @@ async fn prepare(
         outbox: endpoints::LOCAL_OUTBOX_TABLE.to_owned(),
     };
     create_tables(&dynamodb, &tables).await?;
+    let records = DynamoEventRecords::new(dynamodb.clone(), endpoints::LOCAL_EVENTS_TABLE);
+    records.create_table().await?;
     let ticket_queue_url = sqs
         .create_queue()
         .queue_name(TICKET_QUEUE)
@@ -293,25 +303,41 @@ async fn prepare(
         seats.len()
     );
     event_admin::seed(&ledger, &event, seats, SystemTime::now()).await?;
-    let opened = event_admin::open(
-        &queue()?,
-        &event,
-        &SettingsChange {
-            max_active: Some(args.max_active),
-            rate: Some(args.rate),
-            opens_at: None,
-            session_seconds: Some(args.session_seconds),
-            ..SettingsChange::default()
-        },
-        SystemTime::now(),
-    )
-    .await?;
+    let admin_queue = queue()?;
+    let admin = event_admin::EventAdmin::new(&admin_queue, &records, "lineup dev");
+    admin
+        .record(
+            &event,
+            "seed",
+            serde_json::json!({ "seats": seats.len() }),
+            SystemTime::now(),
+        )
+        .await?;
+    let opened = admin
+        .open(
+            &event,
+            &SettingsChange {
+                max_active: Some(args.max_active),
+                rate: Some(args.rate),
+                opens_at: None,
+                session_seconds: Some(args.session_seconds),
+                ..SettingsChange::default()
+            },
+            SystemTime::now(),
+        )
+        .await?;
     eprintln!("lineup dev: {}", event_admin::describe(&event, &opened));
 
     let line = Arc::new(queue()?);
+    let durable = Arc::new(records.clone());
     let functions = Arc::new(Functions {
         queue: QueueApi {
             line: line.clone(),
+            restorer: Arc::new(Restorer::new(
+                line.clone(),
+                durable.clone(),
+                durable.clone(),
+            )),
             key: signing_key.clone().into(),
             clock: Arc::new(SystemClock),
             required_claim: None,
@@ -326,10 +352,15 @@ async fn prepare(
         confirm: ConfirmApi {
             ledger: Arc::new(ledger.clone()),
             admissions: line.clone(),
-            limits: line,
+            limits: line.clone(),
             secret: webhook_secret.clone().into(),
             clock: Arc::new(SystemClock),
         },
+        public: PublicApi {
+            board: line,
+            draw: durable,
+        },
+        edge: Arc::default(),
     });
 
     let pump = OutboxPump {
@@ -356,14 +387,17 @@ async fn prepare(
             seats: tables.seats.clone(),
             orders: tables.orders.clone(),
             outbox: tables.outbox.clone(),
+            events: endpoints::LOCAL_EVENTS_TABLE.to_owned(),
         },
         ticket_queue_url: ticket_queue_url.clone(),
         dev: true,
+        traffic: Default::default(),
     };
 
     let mut background = JoinSet::new();
     background.spawn(schedules::admit_forever(
         queue()?,
+        records,
         Duration::from_millis(args.admit_tick_ms),
     ));
     background.spawn(schedules::expire_forever(
@@ -445,6 +479,7 @@ fn router(
             }),
         );
     }
+    let edge = functions.edge.clone();
     let api = api.with_state(functions);
     let payments = Router::new()
         .route("/dev/payments", post(payment_provider::take_payment))
@@ -460,7 +495,12 @@ fn router(
     let info = Router::new()
         .route(
             "/dev/info",
-            get(|State(info): State<Arc<DevInfo>>| async move { Json((*info).clone()) }),
+            get(|State(info): State<Arc<DevInfo>>| async move {
+                Json(DevInfo {
+                    traffic: edge.traffic(),
+                    ..(*info).clone()
+                })
+            }),
         )
         .with_state(Arc::new(info));
     let app = Router::new()

@@ -61,7 +61,7 @@ impl PaymentProvider {
         Self {
             secret,
             api_base,
-            client: reqwest::Client::new(),
+            client: crate::http_client().build().unwrap_or_default(),
             duplicate_share,
             delay: Duration::from_millis(300),
             payments: Arc::default(),

@@ -10,6 +10,8 @@ pub enum Function {
     Poll,
     Hold,
     Confirm,
+    /// The public, cacheable routes (status, published draw).
+    Status,
 }
 
 pub struct Route {
@@ -17,8 +19,16 @@ pub struct Route {
     /// With API Gateway's `{parameter}` placeholders, which axum's router also understands.
     pub path: &'static str,
     pub function: Function,
-    /// Whether the JWT authorizer guards it (every customer route; not the signed webhook).
+    /// Whether the JWT authorizer guards it (every customer route; not the signed webhook nor
+    /// the public routes).
     pub authorized: bool,
+}
+
+impl Route {
+    /// Whether CloudFront caches it (by the origin's `Cache-Control`): the public routes.
+    pub fn cached(&self) -> bool {
+        self.function == Function::Status
+    }
 }
 
 impl Route {
@@ -74,6 +84,24 @@ pub fn routes() -> Vec<Route> {
             Function::Confirm,
             false,
         ),
+        route(
+            Method::GET,
+            "/events/{eventId}/status",
+            Function::Status,
+            false,
+        ),
+        route(
+            Method::GET,
+            "/events/{eventId}/draw",
+            Function::Status,
+            false,
+        ),
+        route(
+            Method::GET,
+            "/events/{eventId}/draw/{prefix}",
+            Function::Status,
+            false,
+        ),
     ]
 }
 
@@ -104,7 +132,7 @@ mod tests {
     fn the_dev_server_serves_exactly_the_templates_routes() {
         let served: BTreeSet<String> = routes().iter().map(Route::key).collect();
         assert_eq!(served, template_routes());
-        assert_eq!(served.len(), 8);
+        assert_eq!(served.len(), 11);
     }
 
     /// Every operation under `paths:` in `openapi.yaml`, as `METHOD /path`, with whether it
@@ -190,13 +218,25 @@ mod tests {
     }
 
     #[test]
-    fn only_the_webhook_is_unauthorized() {
+    fn only_the_webhook_and_the_public_routes_are_unauthorized() {
         let open: Vec<_> = routes()
             .into_iter()
             .filter(|r| !r.authorized)
             .map(|r| r.key())
             .collect();
-        assert_eq!(open, ["POST /orders/{orderId}/confirm"]);
+        assert_eq!(
+            open,
+            [
+                "POST /orders/{orderId}/confirm",
+                "GET /events/{eventId}/status",
+                "GET /events/{eventId}/draw",
+                "GET /events/{eventId}/draw/{prefix}"
+            ]
+        );
+        assert!(routes()
+            .iter()
+            .filter(|r| r.cached())
+            .all(|r| !r.authorized && r.method == Method::GET));
         let template =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
                 .unwrap();

@@ -4,19 +4,29 @@
 
 use std::time::Duration;
 
-use lineup::admission::{AdmissionLoop, AdmissionSummary};
+use std::sync::Arc;
+
+use lineup::admission::{AdmissionLoop, AdmissionPorts, AdmissionSummary};
 use lineup::clock::SystemClock;
+use lineup::event_records::dynamo::DynamoEventRecords;
 use lineup::expiry::Expiry;
 use lineup::ledger::dynamo::DynamoLedger;
+use lineup::place_restore::Restorer;
 use lineup::queue::redis::RedisQueue;
 
 /// Admits from every open event's queue once per `tick`, until the task is dropped.
-pub async fn admit_forever(queue: RedisQueue, tick: Duration) {
-    let admission = AdmissionLoop {
-        admitter: &queue,
-        clock: &SystemClock,
-        tick,
+pub async fn admit_forever(queue: RedisQueue, records: DynamoEventRecords, tick: Duration) {
+    let queue = Arc::new(queue);
+    let records = Arc::new(records);
+    let restorer = Restorer::new(queue.clone(), records.clone(), records.clone());
+    let ports = AdmissionPorts {
+        admitter: &*queue,
+        draw: &*queue,
+        records: &*records,
+        publication: &*records,
+        restorer: &restorer,
     };
+    let admission = AdmissionLoop::new(ports, &SystemClock, tick);
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut summary = AdmissionSummary::default();

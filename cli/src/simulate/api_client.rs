@@ -1,12 +1,15 @@
-//! The HTTP side of the simulation: every route of `openapi.yaml` a customer uses, plus the
-//! `lineup dev` routes (payments, the ticket desk, the stack's whereabouts), through one shared
-//! connection pool. Each request is timed under its route key, a 503 is retried after its
-//! `Retry-After`, and each answer is turned into what the caller can act on.
+//! The HTTP side of the simulation: every route of `openapi.yaml` a customer uses (the public,
+//! cached status and draw among them), plus the `lineup dev` routes (payments, the ticket desk,
+//! the stack's whereabouts and traffic), through one shared connection pool. Each request is
+//! timed under its route key, a 503 is retried after its `Retry-After`, and each answer is turned
+//! into what the caller can act on.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lineup::draw::DrawChunk;
+use lineup::status::EventStatus;
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -90,6 +93,14 @@ pub mod routes {
     }
     pub fn order() -> ContractRoute {
         contract(Method::GET, "/orders/{orderId}")
+    }
+    /// Public (no JWT), served through the CDN.
+    pub fn status() -> ContractRoute {
+        contract(Method::GET, "/events/{eventId}/status")
+    }
+    /// Public (no JWT), served through the CDN; immutable once published.
+    pub fn draw_chunk() -> ContractRoute {
+        contract(Method::GET, "/events/{eventId}/draw/{prefix}")
     }
 
     /// `lineup dev`'s own routes, beside the contract's.
@@ -249,6 +260,14 @@ impl<'a> Call<'a> {
             repeatable: true,
         }
     }
+
+    /// A call of one of the contract's public routes: no JWT, as the CDN would cache it.
+    fn public(route: routes::ContractRoute, parameters: &[(&str, &str)]) -> Self {
+        Self {
+            bearer: None,
+            ..Self::to(route, parameters, "")
+        }
+    }
 }
 
 /// The API of one `lineup dev` server, shared by every customer.
@@ -266,7 +285,7 @@ impl Api {
         pool_size: usize,
         latency: Arc<LatencyRecorder>,
     ) -> Result<Self, reqwest::Error> {
-        let http = reqwest::Client::builder()
+        let http = crate::http_client()
             .pool_max_idle_per_host(pool_size)
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(Duration::from_secs(5))
@@ -492,6 +511,31 @@ impl Api {
         }
     }
 
+    /// The event's public status, through the CDN (`lineup dev`'s stand-in for it).
+    pub async fn status(&self, event: &str) -> Result<EventStatus, CallError> {
+        let answer = self
+            .send(Call::public(routes::status(), &[("eventId", event)]))
+            .await?;
+        match answer.status {
+            StatusCode::OK => answer.json(),
+            _ => Err(answer.unexpected()),
+        }
+    }
+
+    /// The published draw's chunk of entrants starting with `prefix`, through the CDN.
+    pub async fn draw_chunk(&self, event: &str, prefix: &str) -> Result<DrawChunk, CallError> {
+        let answer = self
+            .send(Call::public(
+                routes::draw_chunk(),
+                &[("eventId", event), ("prefix", prefix)],
+            ))
+            .await?;
+        match answer.status {
+            StatusCode::OK => answer.json(),
+            _ => Err(answer.unexpected()),
+        }
+    }
+
     // ---- the `lineup dev` routes ----
 
     /// Asks the simulated payment provider to pay the order; it calls the webhook itself.
@@ -552,23 +596,26 @@ impl Api {
 
 // ---- bodies ----
 
-/// What a customer reads of a standing. `position` is deliberately not read: before opening the
-/// contract leaves it out (the pre-queue draw is not shown), and customers act on `Retry-After`.
+/// What a customer reads of a standing.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct StandingBody {
     status: String,
     queue_id: Option<String>,
+    number: Option<u64>,
+    serving_up_to: Option<u64>,
+    entrant: Option<String>,
+    eta_seconds: Option<u64>,
     access_token: Option<String>,
 }
 
 /// Where a customer stands, as join and poll tell it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Standing {
-    Waiting {
-        queue_id: String,
-        retry_after: Duration,
-    },
+    /// Waiting with a queue number: read the status after `read_status_after`.
+    Numbered(NumberedPlace),
+    /// In the pre-queue, before the draw: no number yet, only the entrant hash to find it by.
+    PreQueue(PreQueuePlace),
     Admitted {
         queue_id: String,
         access_token: String,
@@ -578,26 +625,72 @@ pub enum Standing {
     Closed,
 }
 
+#[derive(Debug, Clone, PartialEq)]
+pub struct NumberedPlace {
+    /// The signed ticket stating the number: what to claim (and leave) with.
+    pub queue_id: String,
+    pub number: u64,
+    pub serving_up_to: u64,
+    /// The ETA the answer gave.
+    pub eta: Duration,
+    /// `Retry-After`: when to read the status next.
+    pub read_status_after: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreQueuePlace {
+    pub queue_id: String,
+    /// The customer's hash in the published draw (32 hex digits).
+    pub entrant: String,
+    pub read_status_after: Duration,
+}
+
 impl Standing {
-    /// When `waiting` comes without `Retry-After` (it should not), poll after the minimum.
-    const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(5);
+    /// When `waiting` comes without `Retry-After` (it should not), read the status after the
+    /// minimum.
+    const DEFAULT_RETRY_AFTER: Duration = lineup::wait_policy::MIN_STATUS_INTERVAL;
 
     fn from_answer(answer: &Answer) -> Result<Self, CallError> {
         let body: StandingBody = answer.json()?;
-        match (body.status.as_str(), body.queue_id, body.access_token) {
-            ("waiting", Some(queue_id), _) => Ok(Self::Waiting {
-                queue_id,
-                retry_after: answer.retry_after.unwrap_or(Self::DEFAULT_RETRY_AFTER),
-            }),
-            ("admitted", Some(queue_id), Some(access_token)) => Ok(Self::Admitted {
-                queue_id,
-                access_token,
-            }),
-            ("expired", ..) => Ok(Self::Expired),
-            ("closed", ..) => Ok(Self::Closed),
+        let read_status_after = answer.retry_after.unwrap_or(Self::DEFAULT_RETRY_AFTER);
+        match body.status.as_str() {
+            "waiting" => match (body.queue_id, body.number, body.serving_up_to, body.entrant) {
+                (Some(queue_id), Some(number), Some(serving_up_to), _) => {
+                    Ok(Self::Numbered(NumberedPlace {
+                        queue_id,
+                        number,
+                        serving_up_to,
+                        eta: Duration::from_secs(body.eta_seconds.unwrap_or_default()),
+                        read_status_after,
+                    }))
+                }
+                (Some(queue_id), None, _, Some(entrant)) if is_entrant(&entrant) => {
+                    Ok(Self::PreQueue(PreQueuePlace {
+                        queue_id,
+                        entrant,
+                        read_status_after,
+                    }))
+                }
+                _ => Err(answer.unexpected()),
+            },
+            "admitted" => match (body.queue_id, body.access_token) {
+                (Some(queue_id), Some(access_token)) => Ok(Self::Admitted {
+                    queue_id,
+                    access_token,
+                }),
+                _ => Err(answer.unexpected()),
+            },
+            "expired" => Ok(Self::Expired),
+            "closed" => Ok(Self::Closed),
             _ => Err(answer.unexpected()),
         }
     }
+}
+
+/// An entrant hash as the draw publishes it: the chunk is named by its leading digits.
+fn is_entrant(text: &str) -> bool {
+    text.len() == lineup::draw::ENTRANT_HEX_LEN
+        && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 #[derive(Debug, Deserialize)]
@@ -658,7 +751,7 @@ mod tests {
 
     use reqwest::StatusCode;
 
-    use super::{Answer, Standing};
+    use super::{Answer, NumberedPlace, PreQueuePlace, Standing};
 
     use super::routes;
     use crate::dev::routes::{routes as contract, Route};
@@ -687,6 +780,22 @@ mod tests {
     }
 
     #[test]
+    fn the_waiting_reads_go_to_the_cached_public_routes() {
+        for route in [routes::status(), routes::draw_chunk()] {
+            let declared = contract()
+                .into_iter()
+                .find(|r| r.key() == route.key)
+                .expect("a contract route");
+            assert!(!declared.authorized, "{} is public", route.key);
+            assert!(declared.cached(), "{} goes through the CDN", route.key);
+        }
+        assert_eq!(
+            routes::draw_chunk().path(&[("eventId", "sim-1"), ("prefix", "a7")]),
+            "/events/sim-1/draw/a7"
+        );
+    }
+
+    #[test]
     fn a_path_is_its_template_filled_in() {
         let release = routes::release();
         assert_eq!(release.key, "DELETE /events/{eventId}/holds/{orderId}");
@@ -697,25 +806,60 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_waiting_answer_is_understood_with_or_without_a_position() {
-        let answer = |body: &str| Answer {
+    fn answer(body: &str) -> Answer {
+        Answer {
             route: "poll",
             status: StatusCode::OK,
             retry_after: Some(Duration::from_secs(7)),
             body: body.to_owned(),
-        };
-        let waiting = Standing::Waiting {
-            queue_id: "q1".to_owned(),
-            retry_after: Duration::from_secs(7),
-        };
-        let before_opening = answer(
-            r#"{"status":"waiting","queueId":"q1","etaSeconds":925,"opensAt":"2026-11-30T09:15:00.000Z"}"#,
+        }
+    }
+
+    #[test]
+    fn a_waiting_answer_is_a_number_or_a_pre_queue_entry() {
+        let numbered = answer(
+            r#"{"status":"waiting","queueId":"41.1796000000000.mac","number":41,"position":3,"servingUpTo":38,"etaSeconds":2}"#,
         );
-        assert_eq!(Standing::from_answer(&before_opening).unwrap(), waiting);
-        let after_opening =
-            answer(r#"{"status":"waiting","queueId":"q1","position":10,"etaSeconds":1}"#);
-        assert_eq!(Standing::from_answer(&after_opening).unwrap(), waiting);
-        assert!(Standing::from_answer(&answer(r#"{"status":"waiting"}"#)).is_err());
+        assert_eq!(
+            Standing::from_answer(&numbered).unwrap(),
+            Standing::Numbered(NumberedPlace {
+                queue_id: "41.1796000000000.mac".to_owned(),
+                number: 41,
+                serving_up_to: 38,
+                eta: Duration::from_secs(2),
+                read_status_after: Duration::from_secs(7),
+            })
+        );
+        let entrant = "0123456789abcdef0123456789abcdef";
+        let pre_queue = answer(&format!(
+            r#"{{"status":"waiting","queueId":"0.1796000000000.mac","entrant":"{entrant}","etaSeconds":925,"opensAt":"2026-11-30T09:15:00.000Z"}}"#
+        ));
+        assert_eq!(
+            Standing::from_answer(&pre_queue).unwrap(),
+            Standing::PreQueue(PreQueuePlace {
+                queue_id: "0.1796000000000.mac".to_owned(),
+                entrant: entrant.to_owned(),
+                read_status_after: Duration::from_secs(7),
+            })
+        );
+    }
+
+    #[test]
+    fn a_waiting_answer_with_neither_a_number_nor_an_entrant_is_refused() {
+        for body in [
+            r#"{"status":"waiting"}"#,
+            r#"{"status":"waiting","queueId":"q1","etaSeconds":3}"#,
+            // A number without where the queue stands cannot be waited on.
+            r#"{"status":"waiting","queueId":"q1","number":4}"#,
+            // Not an entrant hash: there is no chunk to find it in.
+            r#"{"status":"waiting","queueId":"q1","entrant":"../../x"}"#,
+            r#"{"status":"admitted","queueId":"q1"}"#,
+        ] {
+            assert!(Standing::from_answer(&answer(body)).is_err(), "{body}");
+        }
+        assert_eq!(
+            Standing::from_answer(&answer(r#"{"status":"expired","queueId":"q1"}"#)).unwrap(),
+            Standing::Expired
+        );
     }
 }

@@ -1,7 +1,8 @@
-//! One simulated customer, start to finish, through the real routes: join, poll on the server's
-//! `Retry-After`, shop once admitted (look at the map, hold, retry taken seats), then pay,
-//! release, let the hold lapse or give up, as their persona says. What they saw is kept for the
-//! report and for checking the stored data against it.
+//! One simulated customer, start to finish, through the real routes: join, wait as the waiting
+//! room has clients wait ([`super::waiting`]: the public status through the CDN, the draw for a
+//! pre-queue number, one claim), shop once admitted (look at the map, hold, retry taken seats),
+//! then pay, release, let the hold lapse or give up, as their persona says. What they saw is
+//! kept for the report and for checking the stored data against it.
 
 use std::collections::HashSet;
 use std::sync::atomic::AtomicI64;
@@ -10,11 +11,13 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::RngExt;
+use tokio::sync::watch;
 
 use super::api_client::{Api, CallError, HoldAnswer, OrderView, Standing};
-use super::persona::{think, AfterHold, OnAdmission, Patience, Persona};
+use super::persona::{think, AfterHold, OnAdmission, Persona};
 use super::progress::LiveCounters;
 use super::seat_choice::{choose_available, choose_popular};
+use super::waiting::{WaitLog, Waited, Waiter};
 
 /// How many holds a customer tries (the first and two retries with other seats).
 const HOLD_TRIES: u32 = 3;
@@ -36,6 +39,8 @@ pub struct Context {
     pub hold_duration: Duration,
     /// How long a payer waits for the order to show PAID before giving up on it.
     pub payment_timeout: Duration,
+    /// Whether a customer read that the sale is over (sold out or closed); see [`Waiter`].
+    pub sale_over: watch::Sender<bool>,
 }
 
 /// How a customer's visit ended.
@@ -45,12 +50,17 @@ pub enum Outcome {
     TurnedAway,
     LeftWhileWaiting,
     VanishedWhileWaiting,
-    /// A poll said `closed`: sold out while waiting.
+    /// The status (or a poll) said the sale was over (sold out or closed) while waiting.
     ClosedWhileWaiting,
-    /// A poll said `expired`.
+    /// The claim said `expired`: the claim window had passed.
     AdmissionExpired,
     /// A poll answered 404 `queue_entry_not_found`.
     EntryLost,
+    /// The status showed the number called, but claims kept answering `waiting`.
+    PassedOver,
+    /// Joined the pre-queue; the published draw did not list it, yet polls kept answering that
+    /// it was still in the pre-queue.
+    LeftOutOfDraw,
     LeftWhenAdmitted,
     VanishedWhenAdmitted,
     /// The map showed nothing free, again and again.
@@ -128,7 +138,8 @@ pub struct CustomerReport {
     pub outcome: Outcome,
     pub joined: bool,
     pub admitted: bool,
-    pub polls: u32,
+    /// What the wait was like: the number, the ETAs given, the reads and claims.
+    pub wait: WaitLog,
     pub holds_won: u32,
     pub holds_lost: u32,
     pub price_changes: u32,
@@ -155,14 +166,6 @@ pub struct Customer {
     report: CustomerReport,
 }
 
-enum Waited {
-    Admitted {
-        queue_id: String,
-        access_token: String,
-    },
-    Over(Outcome),
-}
-
 impl Customer {
     pub fn new(
         id: String,
@@ -177,7 +180,7 @@ impl Customer {
                 outcome: Outcome::Failed,
                 joined: false,
                 admitted: false,
-                polls: 0,
+                wait: WaitLog::default(),
                 holds_won: 0,
                 holds_lost: 0,
                 price_changes: 0,
@@ -236,12 +239,25 @@ impl Customer {
         let context = Arc::clone(&self.context);
         let api = &context.api;
         let event = context.event.as_str();
+        let joined_at = Instant::now();
         let standing = api.join(&self.jwt, event).await?;
         if standing == Standing::Closed {
             return Ok(Outcome::TurnedAway);
         }
         self.report.joined = true;
-        let (queue_id, access_token) = match self.wait(standing).await? {
+        if matches!(standing, Standing::Numbered(_) | Standing::PreQueue(_)) {
+            self.enter(Stage::Waiting);
+        }
+        let mut waiter = Waiter {
+            api,
+            event,
+            jwt: &self.jwt,
+            patience: self.persona.patience,
+            rng: &mut self.rng,
+            sale_over: &context.sale_over,
+            log: &mut self.report.wait,
+        };
+        let (queue_id, access_token) = match waiter.wait(standing, joined_at).await? {
             Waited::Admitted {
                 queue_id,
                 access_token,
@@ -301,51 +317,6 @@ impl Customer {
                         order_id: order.order_id,
                     }
                 })
-            }
-        }
-    }
-
-    /// Polls after each `Retry-After` (exactly: the server's pacing is the product's policy)
-    /// until admitted or the wait is over.
-    async fn wait(&mut self, mut standing: Standing) -> Result<Waited, CallError> {
-        let context = Arc::clone(&self.context);
-        let event = context.event.as_str();
-        loop {
-            match standing {
-                Standing::Waiting {
-                    queue_id,
-                    retry_after,
-                } => {
-                    self.enter(Stage::Waiting);
-                    let polls = self.report.polls;
-                    match self.persona.patience {
-                        Patience::LeavesAfter(n) if polls >= n => {
-                            context.api.leave(&self.jwt, event, &queue_id).await?;
-                            return Ok(Waited::Over(Outcome::LeftWhileWaiting));
-                        }
-                        Patience::VanishesAfter(n) if polls >= n => {
-                            return Ok(Waited::Over(Outcome::VanishedWhileWaiting));
-                        }
-                        _ => {}
-                    }
-                    tokio::time::sleep(retry_after).await;
-                    self.report.polls += 1;
-                    standing = match context.api.poll(&self.jwt, event, &queue_id).await? {
-                        Some(standing) => standing,
-                        None => return Ok(Waited::Over(Outcome::EntryLost)),
-                    };
-                }
-                Standing::Admitted {
-                    queue_id,
-                    access_token,
-                } => {
-                    return Ok(Waited::Admitted {
-                        queue_id,
-                        access_token,
-                    })
-                }
-                Standing::Expired => return Ok(Waited::Over(Outcome::AdmissionExpired)),
-                Standing::Closed => return Ok(Waited::Over(Outcome::ClosedWhileWaiting)),
             }
         }
     }

@@ -2,10 +2,13 @@
 //! twice, the sold seats are exactly the paid orders' seats, one ticket per paid order, every
 //! paid amount is the seats' prices, the customers' own view agrees, holds hold their own seats
 //! and nothing once they end; and that the run itself was sound (something sold, no customer
-//! met an answer the contract does not allow...), without which the rest proves nothing. Pure
-//! functions over plain data, so each check can be tested with a hand-made broken case.
+//! met an answer the contract does not allow...), without which the rest proves nothing. Then
+//! the queue's own promise, checked against what the customers were told: numbers were called
+//! in order. Pure functions over plain data, so each check can be tested with a hand-made broken
+//! case.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::time::SystemTime;
 
 use lineup::ledger::{OrderStatus, SeatStatus};
 use lineup::outbox::OutboxEventKind;
@@ -34,6 +37,76 @@ pub struct Observed<'a> {
     /// Orders whose final status customers saw (PAID, REFUND_REQUIRED or RELEASED).
     pub seen: &'a [SeenOrder],
     pub run: &'a RunFacts,
+    pub queue: &'a QueueFacts,
+}
+
+/// What the customers were told of the queue: their numbers, the statuses they read, and claims
+/// answered otherwise than a called number's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueFacts {
+    /// (customer, queue number) of every customer who learnt one.
+    pub numbers: Vec<(String, u64)>,
+    /// Distinct statuses read (by `updatedAt` and `servingUpTo`), all customers together.
+    pub statuses_read: usize,
+    /// The highest `servingUpTo` read.
+    pub highest_serving: u64,
+    /// Customers who read a lower `servingUpTo` after a higher one: (customer, before, after),
+    /// the first time for each.
+    pub went_back: Vec<(String, u64, u64)>,
+    /// Customers whose number the status showed called: (customer, number).
+    pub called: Vec<(String, u64)>,
+    /// Claims answered `waiting` after the status showed the number called: (customer, number,
+    /// how many times).
+    pub passed_over: Vec<(String, u64, u32)>,
+    /// Pre-queue entrants the published draw did not list, whom the origin still said were in
+    /// the pre-queue: (customer, how many times).
+    pub left_out_of_draw: Vec<(String, u32)>,
+}
+
+impl QueueFacts {
+    pub fn of(customers: &[CustomerReport]) -> Self {
+        let mut facts = Self::default();
+        let mut distinct: HashSet<(SystemTime, u64)> = HashSet::new();
+        for customer in customers {
+            let id = &customer.customer_id;
+            let wait = &customer.wait;
+            distinct.extend(wait.statuses.iter().copied());
+            // In the order this customer read them: one customer's reads follow each other, so
+            // a step back is the status going back, whatever the clocks behind `updatedAt`.
+            let serving = wait.statuses.iter().map(|(_, serving)| *serving);
+            if let Some((before, after)) = serving
+                .clone()
+                .zip(serving.skip(1))
+                .find(|(before, after)| after < before)
+            {
+                facts.went_back.push((id.clone(), before, after));
+            }
+            if wait.left_out_of_draw > 0 {
+                facts
+                    .left_out_of_draw
+                    .push((id.clone(), wait.left_out_of_draw));
+            }
+            let Some(number) = wait.number else {
+                continue;
+            };
+            facts.numbers.push((id.clone(), number));
+            if wait.called_at.is_some() {
+                facts.called.push((id.clone(), number));
+            }
+            if wait.passed_over > 0 {
+                facts
+                    .passed_over
+                    .push((id.clone(), number, wait.passed_over));
+            }
+        }
+        facts.statuses_read = distinct.len();
+        facts.highest_serving = distinct
+            .iter()
+            .map(|(_, serving)| *serving)
+            .max()
+            .unwrap_or(0);
+        facts
+    }
 }
 
 /// How the run itself went, beside what it stored.
@@ -139,6 +212,7 @@ pub fn check_all(observed: &Observed<'_>) -> Vec<InvariantCheck> {
         customers_view_agrees(observed),
         the_run_was_sound(observed),
         holds_hold_their_own_seats(observed),
+        called_in_number_order(observed),
     ]
 }
 
@@ -614,6 +688,63 @@ pub fn holds_hold_their_own_seats(observed: &Observed<'_>) -> InvariantCheck {
     )
 }
 
+/// (8) Customers were called in the order of their numbers: each number was held by one
+/// customer; every pre-queue entrant still waiting at opening got a number from the draw;
+/// `servingUpTo`, the highest number called, never went back from one status a customer read to
+/// the next; and every customer whose number the status showed called was admitted (or found its
+/// admission lapsed) on claiming, never told to wait on (which would mean a later number went
+/// first).
+pub fn called_in_number_order(observed: &Observed<'_>) -> InvariantCheck {
+    let queue = observed.queue;
+    let mut problems = Problems::default();
+    let mut holders: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+    for (customer, number) in &queue.numbers {
+        holders.entry(*number).or_default().push(customer);
+    }
+    for (number, customers) in holders.iter().filter(|(_, c)| c.len() > 1) {
+        problems.add(
+            "number held by several customers",
+            format!("number {number} was given to {}", customers.join(", ")),
+        );
+    }
+    for (customer, before, after) in &queue.went_back {
+        problems.add(
+            "servingUpTo went back",
+            format!("{customer} read servingUpTo {after} after reading {before}"),
+        );
+    }
+    for (customer, times) in &queue.left_out_of_draw {
+        problems.add(
+            "pre-queue entrant left out of the draw",
+            format!(
+                "{customer} joined before opening, is not in the published draw, and was told \
+                 {times} time(s) after it that it was still in the pre-queue"
+            ),
+        );
+    }
+    for (customer, number, times) in &queue.passed_over {
+        problems.add(
+            "called number told to wait",
+            format!(
+                "{customer} (number {number}) claimed after the status showed it called and was \
+                 told to wait, {times} time(s)"
+            ),
+        );
+    }
+    problems.verdict(
+        "customers were called in number order",
+        format!(
+            "{} numbers, each held by one customer; no pre-queue entrant left out of the draw; \
+             servingUpTo never went back in what a customer read ({} statuses, up to {}); none \
+             of the {} customers who saw their number called was told to wait on",
+            holders.len(),
+            queue.statuses_read,
+            queue.highest_serving,
+            queue.called.len()
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -679,6 +810,7 @@ mod tests {
         prices: HashMap<String, i64>,
         seen: Vec<SeenOrder>,
         run: RunFacts,
+        queue: QueueFacts,
     }
 
     impl Data {
@@ -723,6 +855,15 @@ mod tests {
                     desk_caught_up: true,
                     ..RunFacts::default()
                 },
+                queue: QueueFacts {
+                    numbers: vec![("c1".into(), 1), ("c2".into(), 2), ("c3".into(), 3)],
+                    statuses_read: 3,
+                    highest_serving: 3,
+                    went_back: Vec::new(),
+                    called: vec![("c1".into(), 1), ("c2".into(), 2)],
+                    passed_over: Vec::new(),
+                    left_out_of_draw: Vec::new(),
+                },
             }
         }
 
@@ -747,10 +888,11 @@ mod tests {
                 prices: &self.prices,
                 seen: &self.seen,
                 run: &self.run,
+                queue: &self.queue,
             })
         }
 
-        /// Which checks fail, by number (1-7).
+        /// Which checks fail, by number (1-8).
         fn failing(&self) -> Vec<usize> {
             self.check()
                 .iter()
@@ -770,7 +912,7 @@ mod tests {
     fn a_clean_sale_passes_everything() {
         let data = Data::healthy();
         let checks = data.check();
-        assert_eq!(checks.len(), 7);
+        assert_eq!(checks.len(), 8);
         assert!(checks.iter().all(|c| c.passed), "{checks:#?}");
         assert_eq!(
             checks[0].detail,
@@ -788,6 +930,12 @@ mod tests {
              RELEASED; 2 PAID in the table)"
         );
         assert_eq!(checks[5].name, "the run itself was sound");
+        assert_eq!(
+            checks[7].detail,
+            "3 numbers, each held by one customer; no pre-queue entrant left out of the draw; \
+             servingUpTo never went back in what a customer read (3 statuses, up to 3); none of \
+             the 2 customers who saw their number called was told to wait on"
+        );
     }
 
     #[test]
@@ -1040,7 +1188,7 @@ mod tests {
             outcome,
             joined: true,
             admitted: true,
-            polls: 0,
+            wait: super::super::waiting::WaitLog::default(),
             holds_won: 0,
             holds_lost: 0,
             price_changes: 0,
@@ -1085,5 +1233,90 @@ mod tests {
             )]
         );
         assert_eq!(facts.unconfirmed, vec!["o9".to_owned()]);
+    }
+
+    fn at(seconds: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_000_000 + seconds)
+    }
+
+    #[test]
+    fn a_number_given_twice_fails_the_eighth() {
+        let mut data = Data::healthy();
+        data.queue.numbers.push(("c9".into(), 2));
+        assert_eq!(data.failing(), vec![8]);
+        assert_eq!(
+            data.detail(8),
+            "1 problem(s): 1 × number held by several customers (number 2 was given to c2, c9)"
+        );
+    }
+
+    #[test]
+    fn serving_going_back_fails_the_eighth() {
+        let mut data = Data::healthy();
+        data.queue.went_back.push(("c3".into(), 1009, 967));
+        assert_eq!(data.failing(), vec![8]);
+        assert_eq!(
+            data.detail(8),
+            "1 problem(s): 1 × servingUpTo went back (c3 read servingUpTo 967 after reading 1009)"
+        );
+    }
+
+    #[test]
+    fn a_called_customer_told_to_wait_fails_the_eighth() {
+        let mut data = Data::healthy();
+        data.queue.passed_over.push(("c2".into(), 2, 3));
+        assert_eq!(data.failing(), vec![8]);
+        assert!(data.detail(8).contains(
+            "c2 (number 2) claimed after the status showed it called and was told to wait, 3 \
+             time(s)"
+        ));
+    }
+
+    #[test]
+    fn an_entrant_the_draw_left_out_fails_the_eighth() {
+        let mut data = Data::healthy();
+        data.queue.left_out_of_draw.push(("c7".into(), 3));
+        assert_eq!(data.failing(), vec![8]);
+        assert_eq!(
+            data.detail(8),
+            "1 problem(s): 1 × pre-queue entrant left out of the draw (c7 joined before opening, \
+             is not in the published draw, and was told 3 time(s) after it that it was still in \
+             the pre-queue)"
+        );
+    }
+
+    #[test]
+    fn queue_facts_come_from_what_each_customer_was_told() {
+        use super::super::waiting::WaitLog;
+        let mut called = customer("c1", Outcome::LeftWhenAdmitted, None);
+        called.wait = WaitLog {
+            number: Some(4),
+            called_at: Some(std::time::Instant::now()),
+            statuses: vec![(at(1), 2), (at(3), 4)],
+            passed_over: 1,
+            ..WaitLog::default()
+        };
+        // Read 7 after 8: a step back, whatever the (stale) `updatedAt` of the second says.
+        let mut waiting = customer("c2", Outcome::VanishedWhileWaiting, None);
+        waiting.wait = WaitLog {
+            number: Some(9),
+            statuses: vec![(at(3), 4), (at(9), 8), (at(5), 7), (at(11), 6)],
+            ..WaitLog::default()
+        };
+        let mut left_out = customer("c4", Outcome::LeftOutOfDraw, None);
+        left_out.wait = WaitLog {
+            pre_queue: true,
+            left_out_of_draw: 3,
+            ..WaitLog::default()
+        };
+        let turned_away = customer("c3", Outcome::TurnedAway, None);
+        let facts = QueueFacts::of(&[called, waiting, turned_away, left_out]);
+        assert_eq!(facts.left_out_of_draw, vec![("c4".into(), 3)]);
+        assert_eq!(facts.numbers, vec![("c1".into(), 4), ("c2".into(), 9)]);
+        assert_eq!(facts.called, vec![("c1".into(), 4)]);
+        assert_eq!(facts.passed_over, vec![("c1".into(), 4, 1)]);
+        assert_eq!(facts.went_back, vec![("c2".into(), 8, 7)]);
+        // (at 3, 4) was read by both: 5 distinct statuses.
+        assert_eq!((facts.statuses_read, facts.highest_serving), (5, 8));
     }
 }

@@ -1,25 +1,31 @@
 //! `lineup simulate`: a crowd of customers buying tickets from a running `lineup dev` server,
 //! through the real routes, on an event of its own; then a check of what was stored and
 //! delivered against the promises of the design (no seat sold twice, one ticket per sale...),
-//! and of the run itself (something sold, no answer the contract does not allow...).
+//! of the queue (numbers called in order), and of the run itself (something sold, no answer the
+//! contract does not allow...); and what the waiting cost the origin, and how right its ETAs
+//! were.
 //!
 //! The run, as [`run`] reads: set up (find the stack through `GET /dev/info`, seed a fresh
-//! event's seats and open its queue), let the crowd in (each customer a task with its own seeded
-//! behaviour), let the sale settle (wait for the ticket desk, read the tables at one moment),
-//! check and report.
+//! event's seats and open its queue, a little after the first arrivals so that they form a
+//! pre-queue), let the crowd in (each customer a task with its own seeded behaviour, while the
+//! server's traffic counts are sampled), let the sale settle (wait for the ticket desk, read the
+//! tables at one moment), check and report.
 
 mod api_client;
 mod customer;
 mod desk;
 mod error;
+mod eta_accuracy;
 mod invariants;
 mod latency;
+mod origin_traffic;
 mod persona;
 mod progress;
 pub mod report;
 mod seat_choice;
 mod stack;
 mod stored;
+mod waiting;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -29,24 +35,27 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use lineup::ids::EventId;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use api_client::Api;
 use customer::{Context, Customer, CustomerReport};
 use desk::DeskCounts;
 pub use error::SimulateError;
-use invariants::{Observed, RunFacts};
+use invariants::{Observed, QueueFacts, RunFacts};
 use latency::LatencyRecorder;
+use origin_traffic::{OriginTraffic, Sampler};
 use persona::Persona;
 use progress::{LiveCounters, Progress, ProgressMode};
 use report::{
     CustomerCounts, HoldCounts, Problem, RunSettings, SimulationReport, StoredCounts, TicketCounts,
+    WaitingRoom,
 };
 use stack::Stack;
 use stored::Snapshot;
 
 use crate::dev::ticket_desk::Ticket;
-use crate::event_admin::SettingsChange;
+use crate::event_admin::{OpensAt, SettingsChange};
 
 /// `lineup simulate` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -76,6 +85,10 @@ pub struct SimulateArgs {
     /// Customers arrive spread over this long (e.g. `5s`).
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub ramp: Duration,
+    /// The queue opens this long after the first arrivals: customers arriving earlier join the
+    /// pre-queue and find their numbers in the draw published at opening. `0s` opens it at once.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    pub pre_queue: Duration,
     /// Mean pause between a customer's steps, in milliseconds (reading the map, typing card
     /// details); 0 for none.
     #[arg(long, default_value_t = 1000)]
@@ -138,7 +151,13 @@ pub async fn run(args: SimulateArgs) -> Result<SimulationReport, SimulateError> 
 
     let counters = Arc::new(LiveCounters::default());
     let progress = show_progress(&args, &sale, Arc::clone(&counters));
+    let sampler = Sampler::start(Arc::clone(&sale.api), sale.stack.info.traffic.clone());
     let crowd = let_the_crowd_in(&args, &sale, counters).await;
+    let traffic_after = origin_traffic::read(&sale.api).await;
+    let traffic = match traffic_after {
+        Ok(after) => Ok(sampler.finish(after).await),
+        Err(error) => Err(error),
+    };
 
     progress.phase("waiting for the ticket desk to hear of every sale, then reading the tables");
     let settled = settle(&args, &sale).await;
@@ -146,8 +165,25 @@ pub async fn run(args: SimulateArgs) -> Result<SimulationReport, SimulateError> 
     let closed = sale.stack.close_event(&sale.event).await;
     let settled = settled?;
 
-    let notes = notes(&args, &sale, &crowd, &settled, closed.err());
-    let report = check_and_report(&args, &sale, crowd, settled, notes, started.elapsed());
+    let mut notes = notes(&args, &sale, &crowd, &settled, closed.err());
+    let origin = match traffic {
+        Ok(samples) => OriginTraffic::of(&samples, crowd.joined()),
+        Err(error) => {
+            notes.push(format!(
+                "could not read the server's traffic after the crowd ({error}): no origin figures"
+            ));
+            None
+        }
+    };
+    let report = check_and_report(
+        &args,
+        &sale,
+        crowd,
+        settled,
+        origin,
+        notes,
+        started.elapsed(),
+    );
     if let Some(path) = &args.report_json {
         write_json(&report, path).await?;
     }
@@ -182,7 +218,7 @@ async fn set_up(args: &SimulateArgs) -> Result<Sale, SimulateError> {
     let pacing = SettingsChange {
         max_active: Some(args.max_active),
         rate: Some(args.rate),
-        opens_at: None,
+        opens_at: (!args.pre_queue.is_zero()).then_some(OpensAt::In(args.pre_queue)),
         session_seconds: Some(args.session.as_secs()),
         ..SettingsChange::default()
     };
@@ -210,9 +246,11 @@ fn show_progress(args: &SimulateArgs, sale: &Sale, counters: Arc<LiveCounters>) 
         counters,
     );
     progress.note(&format!(
-        "event {}: {} seats seeded, queue open; {} customers arriving over {:.1} s (seed {})",
+        "event {}: {} seats seeded, queue opening in {:.1} s; {} customers arriving over {:.1} s \
+         (seed {})",
         sale.event,
         args.seats,
+        args.pre_queue.as_secs_f64(),
         args.users,
         args.ramp.as_secs_f64(),
         sale.seed
@@ -249,6 +287,13 @@ struct Crowd {
     took: Duration,
 }
 
+impl Crowd {
+    /// Customers whose join was accepted.
+    fn joined(&self) -> usize {
+        self.customers.iter().filter(|c| c.joined).count()
+    }
+}
+
 /// Lets the customers loose, each a task with its own seeded behaviour, and waits for them all
 /// (at most `--timeout`).
 async fn let_the_crowd_in(args: &SimulateArgs, sale: &Sale, counters: Arc<LiveCounters>) -> Crowd {
@@ -261,6 +306,7 @@ async fn let_the_crowd_in(args: &SimulateArgs, sale: &Sale, counters: Arc<LiveCo
         think: Duration::from_millis(args.think_ms),
         hold_duration: Duration::from_secs(info.hold_seconds),
         payment_timeout: PAYMENT_TIMEOUT,
+        sale_over: watch::channel(false).0,
     });
     let late_payment_possible = late_payment_possible(info.hold_seconds);
     let started = Instant::now();
@@ -382,6 +428,7 @@ fn check_and_report(
     sale: &Sale,
     crowd: Crowd,
     settled: Settled,
+    origin: Option<OriginTraffic>,
     notes: Vec<String>,
     took: Duration,
 ) -> SimulationReport {
@@ -405,6 +452,7 @@ fn check_and_report(
         server_errors: sale.api.server_errors(),
         ..RunFacts::of(&customers)
     };
+    let queue = QueueFacts::of(&customers);
     let invariants = invariants::check_all(&Observed {
         seats: &seats,
         orders: &orders,
@@ -412,6 +460,7 @@ fn check_and_report(
         prices: &sale.prices,
         seen: &seen,
         run: &run,
+        queue: &queue,
     });
     let desk_counts = DeskCounts::of(&desk);
     let count_seats = |status: &str| seats.iter().filter(|s| s.status == status).count();
@@ -431,9 +480,11 @@ fn check_and_report(
             session_seconds: args.session.as_secs(),
             hold_seconds: sale.stack.info.hold_seconds,
             ramp_seconds: args.ramp.as_secs_f64(),
+            pre_queue_seconds: args.pre_queue.as_secs_f64(),
             think_ms: args.think_ms,
         },
         customers: CustomerCounts::tally(&customers, unfinished + panicked),
+        waiting_room: WaitingRoom::tally(&customers, origin),
         holds: HoldCounts::tally(&customers),
         stored: StoredCounts {
             seats_total: seats.len(),

@@ -11,9 +11,10 @@ use rand::RngExt;
 pub enum Patience {
     /// Waits until admitted (or the sale ends).
     Patient,
-    /// Leaves the queue (`DELETE`) after this many polls.
+    /// Leaves the queue (`DELETE`) after this many status reads.
     LeavesAfter(u32),
-    /// Closes the tab after this many polls: stops polling, never says so.
+    /// Closes the tab after this many status reads: stops reading, never says so (if called, the
+    /// admission lapses unclaimed).
     VanishesAfter(u32),
 }
 

@@ -1,14 +1,17 @@
-//! The simulation's result: what the crowd did, what the tables and the ticket desk hold, how
-//! fast each route answered, and the invariants' verdicts. Printed for people, written as JSON
-//! for scripts (`--report-json`).
+//! The simulation's result: what the crowd did, what its waiting cost the origin and how right
+//! the ETAs were, what the tables and the ticket desk hold, how fast each route answered, and the
+//! invariants' verdicts. Printed for people, written as JSON for scripts (`--report-json`).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::customer::{CustomerReport, Outcome};
+pub use super::eta_accuracy::{EtaAccuracy, EtaError};
 pub use super::invariants::InvariantCheck;
 pub use super::latency::RouteLatency;
+pub use super::origin_traffic::OriginTraffic;
+use super::waiting::CHUNK_FETCH_SPREAD;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -19,6 +22,7 @@ pub struct SimulationReport {
     pub seed: u64,
     pub settings: RunSettings,
     pub customers: CustomerCounts,
+    pub waiting_room: WaitingRoom,
     pub holds: HoldCounts,
     pub stored: StoredCounts,
     pub tickets: TicketCounts,
@@ -45,6 +49,8 @@ pub struct RunSettings {
     pub session_seconds: u64,
     pub hold_seconds: u64,
     pub ramp_seconds: f64,
+    /// How long after the first arrivals the queue opened.
+    pub pre_queue_seconds: f64,
     pub think_ms: u64,
 }
 
@@ -57,7 +63,6 @@ pub struct CustomerCounts {
     /// Joins refused with 409 `queue_closed`.
     pub turned_away: usize,
     pub admitted: usize,
-    pub polls: u64,
     pub gave_up: usize,
     pub left_while_waiting: usize,
     pub vanished_while_waiting: usize,
@@ -69,6 +74,10 @@ pub struct CustomerCounts {
     pub admission_expired: usize,
     pub admission_ended: usize,
     pub entry_lost: usize,
+    /// Called, but told to wait on when claiming (the order check fails then).
+    pub passed_over: usize,
+    /// In the pre-queue, but not in its draw (the order check fails then).
+    pub left_out_of_draw: usize,
     pub hold_exists: usize,
     pub paid: usize,
     pub refunded: usize,
@@ -79,6 +88,108 @@ pub struct CustomerCounts {
     pub failed: usize,
     /// Still going when the run's time limit struck.
     pub unfinished: usize,
+}
+
+/// The wait: the pre-queue and the numbers, what the customers sent, what reached the origin,
+/// and the ETAs' errors.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitingRoom {
+    /// Customers who joined before opening and found their number in the draw (or tried to).
+    pub pre_queue_entrants: usize,
+    /// Customers who learnt a queue number (from the join's answer, or the draw).
+    pub numbered: usize,
+    /// What the waiting customers sent: status reads and chunk fetches (through the CDN), polls
+    /// of the origin after the join (claims, and polls on doubt).
+    pub status_reads: u64,
+    pub chunk_reads: u64,
+    pub origin_polls: u64,
+    /// A pre-queue entrant fetches its chunk after a random pause of up to this.
+    pub chunk_fetch_spread_seconds: f64,
+    /// `None` when the server's traffic could not be read.
+    pub origin: Option<OriginTraffic>,
+    pub eta: EtaAccuracy,
+}
+
+impl WaitingRoom {
+    pub fn tally(customers: &[CustomerReport], origin: Option<OriginTraffic>) -> Self {
+        let waits = || customers.iter().map(|customer| &customer.wait);
+        Self {
+            pre_queue_entrants: waits().filter(|wait| wait.pre_queue).count(),
+            numbered: waits().filter(|wait| wait.number.is_some()).count(),
+            status_reads: waits().map(|wait| u64::from(wait.status_reads)).sum(),
+            chunk_reads: waits().map(|wait| u64::from(wait.chunk_reads)).sum(),
+            origin_polls: waits().map(|wait| u64::from(wait.origin_polls)).sum(),
+            chunk_fetch_spread_seconds: CHUNK_FETCH_SPREAD.as_secs_f64(),
+            origin,
+            eta: EtaAccuracy::of(waits()),
+        }
+    }
+
+    fn render(&self, line: &mut impl FnMut(String)) {
+        line("Waiting room".to_owned());
+        line(format!(
+            "  {} customers had a number; {} of them joined the pre-queue and found theirs in \
+             the published draw (chunk fetches spread over 0-{:.0} s)",
+            self.numbered, self.pre_queue_entrants, self.chunk_fetch_spread_seconds
+        ));
+        line(format!(
+            "  sent while waiting: {} status reads and {} chunk fetches (through the CDN), {} \
+             polls of the origin after joining (claims)",
+            self.status_reads, self.chunk_reads, self.origin_polls
+        ));
+        match &self.origin {
+            Some(origin) => render_origin(origin, line),
+            None => line("  (no origin figures: the server's traffic could not be read)".into()),
+        }
+        let eta = &self.eta;
+        let error = |name: &str, error: &Option<EtaError>| match error {
+            Some(e) => format!(
+                "  ETA error {name}: p50 {:.1} s, p90 {:.1} s ({} predictions, {:.0} % too early)",
+                e.p50_seconds,
+                e.p90_seconds,
+                e.predictions,
+                e.early_share * 100.0
+            ),
+            None => format!("  ETA error {name}: no prediction to check"),
+        };
+        line(format!(
+            "  ETA error |predicted − called| over the {} customers who saw their number called:",
+            eta.called
+        ));
+        line(error("at join    ", &eta.at_join));
+        line(error("along wait ", &eta.along_the_wait));
+    }
+}
+
+fn render_origin(origin: &OriginTraffic, line: &mut impl FnMut(String)) {
+    line(format!(
+        "  origin requests per waiting customer for the whole wait: {:.2} (join, claim, status, \
+         draw; leaving not counted)",
+        origin.wait_requests_per_customer
+    ));
+    let status = &origin.status;
+    line(format!(
+        "  status at the origin: {:.2}/s while customers read it ({:.0} s), peak {:.2}/s in a \
+         {:.0} s window; one per {:.0} s cache period is {:.2}/s; the crowd read it {:.1}/s",
+        status.origin_per_second,
+        status.reading_seconds,
+        status.peak_origin_per_second,
+        status.window_seconds,
+        status.cache_seconds,
+        1.0 / status.cache_seconds,
+        status.reads_per_second
+    ));
+    line(format!(
+        "  {:<42} {:>8} {:>8}",
+        "route (requests during the crowd)", "origin", "CDN"
+    ));
+    for route in &origin.routes {
+        line(format!(
+            "  {:<42} {:>8} {:>8}",
+            route.route, route.origin, route.edge
+        ));
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -141,7 +252,6 @@ impl CustomerCounts {
         for customer in customers {
             counts.queued += usize::from(customer.joined);
             counts.admitted += usize::from(customer.admitted);
-            counts.polls += u64::from(customer.polls);
             counts.gave_up += usize::from(customer.outcome.gave_up());
             let slot = match &customer.outcome {
                 Outcome::TurnedAway => &mut counts.turned_away,
@@ -150,6 +260,8 @@ impl CustomerCounts {
                 Outcome::ClosedWhileWaiting => &mut counts.closed_while_waiting,
                 Outcome::AdmissionExpired => &mut counts.admission_expired,
                 Outcome::EntryLost => &mut counts.entry_lost,
+                Outcome::PassedOver => &mut counts.passed_over,
+                Outcome::LeftOutOfDraw => &mut counts.left_out_of_draw,
                 Outcome::LeftWhenAdmitted => &mut counts.left_when_admitted,
                 Outcome::VanishedWhenAdmitted => &mut counts.vanished_when_admitted,
                 Outcome::NoSeatsLeft => &mut counts.no_seats_left,
@@ -235,7 +347,8 @@ impl SimulationReport {
         ));
         line(format!(
             "  {} users, {} seats; queue: {} active at most, {} admissions/s, {} s sessions; \
-             holds last {} s; arrivals over {:.1} s; think ~{} ms",
+             holds last {} s; arrivals over {:.1} s, the queue opening after {:.1} s; think ~{} \
+             ms",
             s.users,
             s.seats,
             s.max_active,
@@ -243,6 +356,7 @@ impl SimulationReport {
             s.session_seconds,
             s.hold_seconds,
             s.ramp_seconds,
+            s.pre_queue_seconds,
             s.think_ms
         ));
         line(String::new());
@@ -251,10 +365,7 @@ impl SimulationReport {
             "  queued {:>6}   (joins accepted; {} turned away: queue closed)",
             c.queued, c.turned_away
         ));
-        line(format!(
-            "  admitted {:>4}   ({} polls in all)",
-            c.admitted, c.polls
-        ));
+        line(format!("  admitted {:>4}", c.admitted));
         line(format!(
             "  gave up {:>5}   (left while waiting {}, vanished while waiting {}, left when \
              admitted {}, vanished when admitted {}, no seats left {}, holds refused {})",
@@ -268,16 +379,21 @@ impl SimulationReport {
         ));
         line(format!(
             "  sold out while waiting {}, admission expired {}, admission ended before holding \
-             {}, entry lost {}, hold_exists {}, payment unconfirmed {}, failed {}, unfinished {}",
+             {}, entry lost {}, passed over {}, left out of the draw {}, hold_exists {}, payment \
+             unconfirmed {}, failed {}, unfinished {}",
             c.closed_while_waiting,
             c.admission_expired,
             c.admission_ended,
             c.entry_lost,
+            c.passed_over,
+            c.left_out_of_draw,
             c.hold_exists,
             c.payment_unconfirmed,
             c.failed,
             c.unfinished
         ));
+        line(String::new());
+        self.waiting_room.render(&mut line);
         line(String::new());
         line("Holds and orders".to_owned());
         line(format!(
@@ -400,9 +516,11 @@ mod tests {
                 session_seconds: 120,
                 hold_seconds: 20,
                 ramp_seconds: 1.0,
+                pre_queue_seconds: 0.5,
                 think_ms: 0,
             },
             customers: CustomerCounts::default(),
+            waiting_room: WaitingRoom::tally(&[], None),
             holds: HoldCounts::default(),
             stored: StoredCounts::default(),
             tickets: TicketCounts::default(),

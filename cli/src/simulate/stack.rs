@@ -6,6 +6,7 @@
 use std::time::{Duration, SystemTime};
 
 use lineup::aws::AwsSettings;
+use lineup::event_records::dynamo::DynamoEventRecords;
 use lineup::ids::EventId;
 use lineup::ledger::dynamo::{DynamoLedger, TableNames};
 use lineup::ledger::NewSeat;
@@ -26,6 +27,7 @@ pub struct Stack {
     pub info: DevInfo,
     ledger: DynamoLedger,
     queue: RedisQueue,
+    records: DynamoEventRecords,
 }
 
 impl Stack {
@@ -43,6 +45,8 @@ impl Stack {
             outbox: info.tables.outbox.clone(),
         };
         let ledger = DynamoLedger::new(lineup::aws::dynamodb(&aws), tables);
+        let records =
+            DynamoEventRecords::new(lineup::aws::dynamodb(&aws), info.tables.events.clone());
         let queue = RedisQueue::new(&info.redis_url, REDIS_TIMEOUT).map_err(|source| {
             SimulateError::RedisUrl {
                 url: info.redis_url.clone(),
@@ -53,7 +57,12 @@ impl Stack {
             info,
             ledger,
             queue,
+            records,
         })
+    }
+
+    fn admin(&self) -> event_admin::EventAdmin<'_> {
+        event_admin::EventAdmin::new(&self.queue, &self.records, "lineup simulate")
     }
 
     /// Seeds the event's seats (all AVAILABLE), then opens its queue now, paced by `pacing`.
@@ -69,7 +78,8 @@ impl Stack {
                 event: event.to_string(),
                 source,
             })?;
-        event_admin::open(&self.queue, event, pacing, SystemTime::now())
+        self.admin()
+            .open(event, pacing, SystemTime::now())
             .await
             .map(|_| ())
             .map_err(|source| SimulateError::ConfigureQueue {
@@ -82,8 +92,10 @@ impl Stack {
     /// seat is sold; this covers a run that ends with seats left): the dev server's admit loop
     /// and sold-out check stop visiting it.
     pub async fn close_event(&self, event: &EventId) -> Result<(), SimulateError> {
-        event_admin::close(&self.queue, event)
+        self.admin()
+            .close(event, SystemTime::now())
             .await
+            .map(|_| ())
             .map_err(|source| SimulateError::ConfigureQueue {
                 event: event.to_string(),
                 source,

@@ -1,22 +1,34 @@
 //! `admit`: run by an EventBridge schedule (at most once a minute); ticks every second for about
-//! a minute, moving the head of each open event's queue into its active set. It signs nothing,
-//! so it is given no secret.
+//! a minute, admitting the head of each open event's queue, publishing its status, saving its
+//! cursor, drawing its pre-queue at opening. It signs nothing, so it is given no secret.
+
+use std::sync::Arc;
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use lineup::admission::admit_for_invocation;
+use lineup::admission::{admit_for_invocation, AdmissionPorts};
 use lineup::clock::SystemClock;
 use lineup::config::AdmitConfig;
+use lineup::place_restore::Restorer;
 use lineup::queue::redis::RedisQueue;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lineup::logging::init();
     let config = AdmitConfig::from_env()?;
-    let queue = RedisQueue::open(&config.redis)?;
-    let (queue, config) = (&queue, &config);
+    let queue = Arc::new(RedisQueue::open(&config.redis)?);
+    let records = Arc::new(config.events.records());
+    let restorer = Restorer::new(queue.clone(), records.clone(), records.clone());
+    let (queue, records, restorer, config) = (&*queue, &*records, &restorer, &config);
     run(service_fn(
         move |event: LambdaEvent<serde_json::Value>| async move {
-            admit_for_invocation(queue, &SystemClock, config, event).await
+            let ports = AdmissionPorts {
+                admitter: queue,
+                draw: queue,
+                records,
+                publication: records,
+                restorer,
+            };
+            admit_for_invocation(ports, &SystemClock, config, event).await
         },
     ))
     .await

@@ -7,6 +7,7 @@ use lambda_http::{run, service_fn, Error, Request};
 use lineup::clock::SystemClock;
 use lineup::config::ConfirmConfig;
 use lineup::http::confirm::{self, ConfirmApi};
+use lineup::http::origin::OriginGuard;
 use lineup::queue::redis::RedisQueue;
 use lineup::webhook_signature::WebhookSecrets;
 
@@ -14,6 +15,8 @@ use lineup::webhook_signature::WebhookSecrets;
 async fn main() -> Result<(), Error> {
     lineup::logging::init();
     let config = ConfirmConfig::from_env()?;
+    // Requests that skipped CloudFront are refused before anything else is read.
+    let origin = OriginGuard::load(config.origin.clone()).await?;
     let queue = Arc::new(RedisQueue::open(&config.redis)?);
     let api = ConfirmApi {
         ledger: Arc::new(config.ledger.ledger()),
@@ -23,8 +26,11 @@ async fn main() -> Result<(), Error> {
         clock: Arc::new(SystemClock),
     };
     run(service_fn(|request: Request| {
-        let api = api.clone();
+        let (api, origin) = (api.clone(), origin.clone());
         async move {
+            if let Some(refused) = origin.refuse(&request).await {
+                return Ok(refused);
+            }
             // Picks up a rotated webhook secret every few minutes (one request does it).
             api.secret.refresh_if_stale().await;
             Ok::<_, Error>(confirm::handle(&api, request).await)

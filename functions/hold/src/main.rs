@@ -8,6 +8,7 @@ use lambda_http::{run, service_fn, Error, Request};
 use lineup::clock::SystemClock;
 use lineup::config::HoldConfig;
 use lineup::http::holds::{self, HoldApi};
+use lineup::http::origin::OriginGuard;
 use lineup::queue::redis::RedisQueue;
 use lineup::signing::SigningKeys;
 
@@ -15,6 +16,8 @@ use lineup::signing::SigningKeys;
 async fn main() -> Result<(), Error> {
     lineup::logging::init();
     let config = HoldConfig::from_env()?;
+    // Requests that skipped CloudFront are refused before anything else is read.
+    let origin = OriginGuard::load(config.origin.clone()).await?;
     let api = HoldApi {
         ledger: Arc::new(config.ledger.ledger()),
         admissions: Arc::new(RedisQueue::open(&config.queue.redis)?),
@@ -23,8 +26,11 @@ async fn main() -> Result<(), Error> {
         catalogue: Arc::default(),
     };
     run(service_fn(|request: Request| {
-        let api = api.clone();
+        let (api, origin) = (api.clone(), origin.clone());
         async move {
+            if let Some(refused) = origin.refuse(&request).await {
+                return Ok(refused);
+            }
             // Picks up a rotated signing key every few minutes (one request does it).
             api.key.refresh_if_stale().await;
             Ok::<_, Error>(holds::handle(&api, request).await)

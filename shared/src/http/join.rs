@@ -1,8 +1,8 @@
 //! `POST /events/{eventId}/queue`: join an event's queue. 201 with the new place; 200 with the
 //! same body when the customer already had one (pressing F5 never sends anyone to the back).
-//! Before opening the place is a pre-queue draw fixed by the event's seed and the customer, so
-//! leaving and joining again cannot improve it, and the answer shows no position (see
-//! [`super::queue_api`] for why). An on-sale may require a JWT claim to be `"true"` before
+//! After opening the answer carries the customer's queue number and a signed ticket stating it;
+//! before opening the customer enters the pre-queue, drawn at opening, and the answer has no
+//! number (see [`super::queue_api`] for why). An on-sale may require a JWT claim to be `"true"` before
 //! anyone joins (`LINEUP_REQUIRED_CLAIM`, e.g. `email_verified`): 403 `claim_required`.
 
 use http::StatusCode;
@@ -30,11 +30,15 @@ async fn join(api: &QueueApi, request: &Request) -> Result<Response<Body>, Lineu
     request::expect_no_body_or_json_object(request)?;
 
     let now = api.clock.now();
-    let joined = api.line.join(&event, &customer, now).await?;
-    let queue_id = api.key.queue_id(&event, &customer);
-    tracing::info!(event = %event, queue_id = %queue_id, newly_queued = joined.newly_queued, "joined");
-
-    let (body, retry_after) = api.describe(&event, &customer, &queue_id, &joined.standing, now);
+    let joined = match api.line.join(&event, &customer, now).await {
+        // The cache may have lost the event: re-load it from DynamoDB and try once more.
+        Err(LineupError::EventNotFound) if api.restorer.restore_event(&event, now).await? => {
+            api.line.join(&event, &customer, now).await?
+        }
+        joined => joined?,
+    };
+    let (body, retry_after) = api.describe(&event, &customer, None, &joined.standing, now);
+    tracing::info!(event = %event, newly_queued = joined.newly_queued, "joined");
     let status = if joined.newly_queued {
         StatusCode::CREATED
     } else {

@@ -3,16 +3,20 @@
 //!
 //! - [`request`]: the caller (JWT `sub`), path parameters, bodies.
 //! - [`response`]: JSON bodies, the error body, `Retry-After`.
+//! - [`origin`]: refusing requests that did not come through CloudFront.
 //! - [`queue_api`]: the dependencies the queue handlers share.
 //! - [`join`]: `POST /events/{eventId}/queue`.
 //! - [`poll`]: `GET` and `DELETE /events/{eventId}/queue/{queueId}`.
+//! - [`public`]: the public, cacheable status and published draw (the `status` function).
 //! - [`holds`]: the seat map, holds, releases and order status (the `hold` function).
 //! - [`confirm`]: `POST /orders/{orderId}/confirm`, the payment webhook.
 
 pub mod confirm;
 pub mod holds;
 pub mod join;
+pub mod origin;
 pub mod poll;
+pub mod public;
 pub mod queue_api;
 pub mod request;
 pub mod response;

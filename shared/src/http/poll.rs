@@ -1,8 +1,10 @@
-//! `GET /events/{eventId}/queue/{queueId}`: where the caller stands (position once the event has
-//! opened, ETA and when to poll again; or the access token once admitted; before opening no
-//! position, see [`super::queue_api`]). `DELETE` on the same path leaves the queue or
-//! gives up the admission. A queue id that is not the caller's is answered exactly like an
-//! unknown one (404), so ids reveal nothing about other customers.
+//! `GET /events/{eventId}/queue/{queueId}`: where the caller stands, and the claim. A waiting
+//! customer learns their number and ETA (see [`super::queue_api`]); an admitted one claims the
+//! admission here and gets the access token. `queueId` is the signed ticket the join returned:
+//! one that is not the caller's, or whose number was edited, is answered exactly like an unknown
+//! one (404), so tickets reveal nothing about other customers. After a cache loss a valid ticket
+//! puts its holder back ([`crate::place_restore`]). `DELETE` on the same path leaves the queue or
+//! gives up the admission.
 
 use http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
@@ -10,6 +12,9 @@ use lambda_http::{Body, Request, Response};
 use super::queue_api::QueueApi;
 use super::{request, response};
 use crate::ids::{CustomerId, EventId, QueueId};
+use crate::place_restore::TicketRestore;
+use crate::queue::Standing;
+use crate::signing::QueueTicket;
 use crate::LineupError;
 
 pub async fn handle(api: &QueueApi, request: Request) -> Response<Body> {
@@ -27,41 +32,69 @@ async fn route(api: &QueueApi, request: &Request) -> Result<Response<Body>, Line
     }
 }
 
-/// The caller, the event and the queue id, with the queue id checked to be the caller's own.
+/// The caller, the event and the ticket, checked to be the caller's own for this event.
 async fn own_entry(
     api: &QueueApi,
     request: &Request,
-) -> Result<(CustomerId, EventId, QueueId), LineupError> {
+) -> Result<(CustomerId, EventId, QueueId, QueueTicket), LineupError> {
     let customer = request::caller(request)?;
     request::body_within(request, request::NO_INPUT_BODY_LIMIT)?;
     let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
     let queue_id = QueueId::parse(request::path_parameter(request, "queueId")?)?;
-    let own = api.key.is_own_queue_id(&queue_id, &event, &customer)
-        // Made by another instance with a key this one has not fetched yet: fetch, check again.
-        || (api.key.refresh_after_miss().await
-            && api.key.is_own_queue_id(&queue_id, &event, &customer));
-    if !own {
-        return Err(LineupError::QueueEntryNotFound);
+    let ticket = match api.key.open_ticket(&queue_id, &event, &customer) {
+        Some(ticket) => Some(ticket),
+        // Signed by another instance with a key this one has not fetched yet: fetch, try again.
+        None if api.key.refresh_after_miss().await => {
+            api.key.open_ticket(&queue_id, &event, &customer)
+        }
+        None => None,
+    };
+    let ticket = ticket.ok_or(LineupError::QueueEntryNotFound)?;
+    Ok((customer, event, queue_id, ticket))
+}
+
+/// The customer's standing, re-loading the event if the cache lost it.
+async fn standing(
+    api: &QueueApi,
+    event: &EventId,
+    customer: &CustomerId,
+) -> Result<Option<Standing>, LineupError> {
+    let now = api.clock.now();
+    match api.line.standing(event, customer, now).await {
+        Err(LineupError::EventNotFound) if api.restorer.restore_event(event, now).await? => {
+            api.line.standing(event, customer, now).await
+        }
+        found => found,
     }
-    Ok((customer, event, queue_id))
 }
 
 async fn poll(api: &QueueApi, request: &Request) -> Result<Response<Body>, LineupError> {
-    let (customer, event, queue_id) = own_entry(api, request).await?;
+    let (customer, event, queue_id, ticket) = own_entry(api, request).await?;
     let now = api.clock.now();
-    let standing = api
-        .line
-        .standing(&event, &customer, now)
-        .await?
-        .ok_or(LineupError::QueueEntryNotFound)?;
-    let (body, retry_after) = api.describe(&event, &customer, &queue_id, &standing, now);
+    let standing = match standing(api, &event, &customer).await? {
+        Some(standing) => standing,
+        // Unknown to the cache: if it lost this customer, their ticket puts them back.
+        None => match api
+            .restorer
+            .restore_ticket(&event, &customer, ticket, now)
+            .await?
+        {
+            TicketRestore::Restored => standing(api, &event, &customer)
+                .await?
+                .ok_or(LineupError::QueueEntryNotFound)?,
+            TicketRestore::Expired => Standing::Expired,
+            TicketRestore::Nothing => return Err(LineupError::QueueEntryNotFound),
+        },
+    };
+    let (body, retry_after) =
+        api.describe(&event, &customer, Some((&queue_id, ticket)), &standing, now);
     Ok(response::json(StatusCode::OK, &body, retry_after))
 }
 
 async fn leave(api: &QueueApi, request: &Request) -> Result<Response<Body>, LineupError> {
-    let (customer, event, queue_id) = own_entry(api, request).await?;
+    let (customer, event, _, _) = own_entry(api, request).await?;
     if api.line.leave(&event, &customer).await? {
-        tracing::info!(event = %event, queue_id = %queue_id, "left the queue");
+        tracing::info!(event = %event, "left the queue");
         Ok(response::no_content())
     } else {
         Err(LineupError::QueueEntryNotFound)

@@ -1,20 +1,18 @@
 //! What the queue handlers (`join`, `poll`) need, built once per cold start and shared by every
 //! request the function serves, and how a standing is shown to the customer.
 //!
-//! **No position before opening.** While the event has not opened (`opens_at > now`), a waiting
-//! answer carries no `position`, and its `etaSeconds` (and so `Retry-After`) counts only to the
-//! opening. Two reasons:
+//! **Numbers, and what a client does with them.** A waiting customer's answer carries their
+//! queue `number` and a signed ticket (`queueId`) that states it. From then on the client reads
+//! the public status through the CDN ([`crate::status`]): its distance is `number − servingUpTo`
+//! (leavers included: admission skips them), its ETA that distance at the status's advance rate.
+//! When `servingUpTo` reaches its number it claims with one poll, which answers `admitted` with
+//! the access token. `Retry-After` says when to read the status next.
 //!
-//! - The place is meaningless until the pre-queue closes. Pre-queue places are drawn (from the
-//!   event's seed and the customer id), so everyone who joins later before opening lands at a
-//!   random rank, and on average half of them ahead: "number 40" at 9:00 may be number 900 at
-//!   opening. A number that only grows would mislead.
-//! - Shown, it is an oracle. The draw is fixed per customer, so trying again cannot change a
-//!   place; but someone holding many accounts could join with all of them before opening, read
-//!   which account drew best, and keep only that one, so the draw would favour whoever holds the
-//!   most accounts. Without a position (and with an ETA that does not depend on it) nothing in a
-//!   pre-opening answer differs between a good and a bad draw. After opening the draw is closed:
-//!   positions are shown, and they only shrink.
+//! **No number before opening.** A customer who joins before opening is in the pre-queue, which
+//! has no order until the draw at opening ([`crate::draw`]): the answer carries no number, only
+//! the customer's `entrant` hash, by which they find their number in the published draw, and its
+//! ETA counts to the opening. Nothing in it differs between customers, so holding many accounts
+//! tells nobody which would draw best; after the draw numbers are fixed and only get closer.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -24,13 +22,16 @@ use serde::Serialize;
 use crate::access_token;
 use crate::clock::{rfc3339, Clock};
 use crate::ids::{CustomerId, EventId, QueueId};
+use crate::place_restore::Restorer;
 use crate::queue::{Standing, WaitingLine};
-use crate::signing::SigningKeys;
+use crate::signing::{QueueTicket, SigningKeys};
 use crate::wait_policy;
 
 #[derive(Clone)]
 pub struct QueueApi {
     pub line: Arc<dyn WaitingLine>,
+    /// Re-loads events and customers the cache lost.
+    pub restorer: Arc<Restorer>,
     pub key: SigningKeys,
     pub clock: Arc<dyn Clock>,
     /// For joining: a claim of the caller's JWT that must be `"true"` (e.g. `email_verified`),
@@ -48,11 +49,20 @@ pub struct QueueApi {
 pub enum StandingBody {
     #[serde(rename = "waiting")]
     Waiting {
+        /// The signed queue ticket: what the client polls with, and what restores its place.
         queue_id: String,
-        /// Customers ahead; absent before opening (see the module doc).
+        /// The queue number; absent in the pre-queue, before the draw.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        number: Option<u64>,
+        /// Customers still waiting ahead (leavers not counted); absent in the pre-queue.
         #[serde(skip_serializing_if = "Option::is_none")]
         position: Option<u64>,
-        /// Seconds until admission; before opening, seconds until the opening.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        serving_up_to: Option<u64>,
+        /// Pre-queue only: the customer's hash in the published draw.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        entrant: Option<String>,
+        /// Seconds until admission; in the pre-queue, seconds until the opening.
         eta_seconds: u64,
         #[serde(skip_serializing_if = "Option::is_none")]
         opens_at: Option<String>,
@@ -70,40 +80,79 @@ pub enum StandingBody {
 }
 
 impl QueueApi {
-    /// The response body for a standing, and how long the client should wait before polling.
+    /// The response body for a standing, and when the client should read the status again.
+    /// `ticket` is the ticket the customer holds (`None`: a new one is issued at `now`); a
+    /// waiting customer whose ticket does not state their number yet gets one that does.
     /// Admitted customers get their signed access token here.
     pub fn describe(
         &self,
         event: &EventId,
         customer: &CustomerId,
-        queue_id: &QueueId,
+        ticket: Option<(&QueueId, QueueTicket)>,
         standing: &Standing,
         now: SystemTime,
     ) -> (StandingBody, Option<std::time::Duration>) {
+        let number = match standing {
+            Standing::Waiting { number, .. } => Some(*number),
+            _ => None,
+        };
+        let queue_id = match ticket {
+            Some((id, held)) if held.number == number || number.is_none() => id.clone(),
+            // Same place, now with its number: keep the original issue time.
+            Some((_, held)) => self.key.queue_ticket(
+                event,
+                customer,
+                QueueTicket {
+                    number,
+                    issued_at: held.issued_at,
+                },
+            ),
+            None => self.key.queue_ticket(
+                event,
+                customer,
+                QueueTicket {
+                    number,
+                    issued_at: now,
+                },
+            ),
+        };
         let queue_id = queue_id.as_str().to_owned();
-        match *standing {
+        match standing {
+            Standing::PreQueue { opens_at, entrant } => {
+                let eta = opens_at.duration_since(now).unwrap_or_default();
+                let body = StandingBody::Waiting {
+                    queue_id,
+                    number: None,
+                    position: None,
+                    serving_up_to: None,
+                    entrant: Some(entrant.clone()),
+                    eta_seconds: eta.as_secs_f64().ceil() as u64,
+                    opens_at: Some(rfc3339(*opens_at)),
+                };
+                (body, Some(wait_policy::next_status_read(eta)))
+            }
             Standing::Waiting {
+                number,
                 position,
-                measured_rate,
+                serving,
+                measured_advance,
                 configured_rate,
                 opens_at,
             } => {
-                let before_opening = opens_at > now;
-                // Before opening nothing may depend on the drawn place: not the body, not the
-                // ETA, not `Retry-After`.
-                let eta = if before_opening {
-                    opens_at.duration_since(now).unwrap_or_default()
-                } else {
-                    let rate = measured_rate.unwrap_or(f64::from(configured_rate));
-                    wait_policy::eta(position, rate, now, opens_at)
-                };
+                let advance = measured_advance.unwrap_or(f64::from(*configured_rate));
+                let until_open = opens_at.duration_since(now).unwrap_or_default();
+                let eta = until_open
+                    + wait_policy::eta_for_distance(number.saturating_sub(*serving), advance);
                 let body = StandingBody::Waiting {
                     queue_id,
-                    position: (!before_opening).then_some(position),
+                    number: Some(*number),
+                    position: Some(*position),
+                    serving_up_to: Some(*serving),
+                    entrant: None,
                     eta_seconds: eta.as_secs_f64().ceil() as u64,
-                    opens_at: before_opening.then(|| rfc3339(opens_at)),
+                    opens_at: None,
                 };
-                (body, Some(wait_policy::next_poll(eta)))
+                (body, Some(wait_policy::next_status_read(eta)))
             }
             Standing::Admitted { expires_at } => {
                 let body = StandingBody::Admitted {
@@ -112,106 +161,14 @@ impl QueueApi {
                         &self.key.current(),
                         event,
                         customer,
-                        expires_at,
+                        *expires_at,
                     ),
-                    expires_at: rfc3339(expires_at),
+                    expires_at: rfc3339(*expires_at),
                 };
                 (body, None)
             }
             Standing::Expired => (StandingBody::Expired { queue_id }, None),
             Standing::Closed => (StandingBody::Closed { queue_id }, None),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use async_trait::async_trait;
-
-    use super::*;
-    use crate::clock::FixedClock;
-    use crate::queue::Joined;
-    use crate::LineupError;
-
-    /// `describe` never calls the line; it only needs one to build a `QueueApi`.
-    struct NoLine;
-
-    #[async_trait]
-    impl WaitingLine for NoLine {
-        async fn join(
-            &self,
-            _: &EventId,
-            _: &CustomerId,
-            _: SystemTime,
-        ) -> Result<Joined, LineupError> {
-            unreachable!("describe does not join")
-        }
-        async fn standing(
-            &self,
-            _: &EventId,
-            _: &CustomerId,
-            _: SystemTime,
-        ) -> Result<Option<Standing>, LineupError> {
-            unreachable!("describe does not look up")
-        }
-        async fn leave(&self, _: &EventId, _: &CustomerId) -> Result<bool, LineupError> {
-            unreachable!("describe does not leave")
-        }
-    }
-
-    fn describe_waiting(
-        position: u64,
-        now: SystemTime,
-        opens_at: SystemTime,
-    ) -> (serde_json::Value, Option<Duration>) {
-        let api = QueueApi {
-            line: Arc::new(NoLine),
-            key: crate::signing::SigningKey::new("a test key of at least thirty-two bytes")
-                .unwrap()
-                .into(),
-            clock: Arc::new(FixedClock::at(now)),
-            required_claim: None,
-        };
-        let (event, customer) = (
-            EventId::parse("gala").unwrap(),
-            CustomerId::parse("alice").unwrap(),
-        );
-        let queue_id = api.key.queue_id(&event, &customer);
-        let standing = Standing::Waiting {
-            position,
-            measured_rate: Some(2.0),
-            configured_rate: 50,
-            opens_at,
-        };
-        let (body, retry_after) = api.describe(&event, &customer, &queue_id, &standing, now);
-        (serde_json::to_value(body).unwrap(), retry_after)
-    }
-
-    #[test]
-    fn before_opening_nothing_in_the_answer_depends_on_the_drawn_place() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        let opens_at = now + Duration::from_secs(925);
-        let best = describe_waiting(0, now, opens_at);
-        let worst = describe_waiting(99_999, now, opens_at);
-        assert_eq!(best, worst, "a good and a bad draw answer alike");
-        let (body, retry_after) = best;
-        assert!(body.get("position").is_none(), "no position: {body}");
-        assert_eq!(body["etaSeconds"], 925, "the ETA counts to the opening");
-        assert!(body["opensAt"].is_string(), "{body}");
-        assert_eq!(retry_after, Some(Duration::from_secs(60)));
-    }
-
-    #[test]
-    fn after_opening_the_position_and_its_eta_are_shown() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        let (body, _) = describe_waiting(9, now, now - Duration::from_secs(1));
-        assert_eq!(body["position"], 9);
-        assert_eq!(body["etaSeconds"], 5, "10 customers at the measured 2/s");
-        assert!(body.get("opensAt").is_none(), "{body}");
-        // At the opening instant itself the event is open.
-        let (body, _) = describe_waiting(3, now, now);
-        assert_eq!(body["position"], 3);
     }
 }

@@ -10,28 +10,53 @@ pub const OPEN_EVENTS: &str = "lineup:open-events";
 
 #[derive(Debug, Clone)]
 pub struct EventKeys {
-    /// HASH: state, opens_at_ms, max_active, admit_per_sec, session_ms, `ticket_limit` (absent:
-    /// no limit), `draw_seed` (the pre-queue draw's seed: written once, when the event is first
-    /// configured, never changed) and `seq` (the join counter).
+    /// HASH: `state` (open, paused, closed), `opens_at_ms`, `max_active`, `admit_per_sec`,
+    /// `session_ms`, `claim_ms`, `ticket_limit` (absent: no limit), `draw_seed` (written once,
+    /// never changed), `draw_commitment` (its hash, public), `next_number` (the last queue number
+    /// handed out), `entrants` (set when the pre-queue closed: how many were in it), `drawn` (set
+    /// once the pre-queue's numbers are in the queue), `seats_left` (as the expiry sweep last
+    /// counted), `closed_reason`, and `restored_at_ms` (set only when the hash was re-loaded from
+    /// DynamoDB after a cache loss).
     pub settings: String,
-    /// ZSET of waiting customers; score = join sequence number (1, 2, ...), or for the pre-queue
-    /// a negative draw in [-2^52, -1] computed from `draw_seed` and the customer id.
+    /// SET of customers who joined before opening (the pre-queue), until it closes.
+    pub prequeue: String,
+    /// SET: the pre-queue as it was when it closed (renamed from `prequeue`), what the draw reads.
+    pub entrants: String,
+    /// SET of entrants who left between the pre-queue's closing and the draw's numbers.
+    pub left: String,
+    /// ZSET of waiting customers; score = queue number.
     pub queue: String,
-    /// ZSET of admitted customers; score = the admission's expiry, Unix milliseconds.
+    /// ZSET of admitted customers who have not claimed yet; score = the claim deadline, Unix ms.
+    pub offered: String,
+    /// ZSET of admitted customers who claimed; score = the admission's expiry, Unix milliseconds.
     pub active: String,
-    /// HASH of admission bookkeeping: the rate token bucket (`tokens`, `refilled_at_ms`) and the
-    /// measured admission rate for ETAs.
+    /// HASH of admission bookkeeping: the rate token bucket (`tokens`, `refilled_at_ms`),
+    /// `serving` (the highest queue number admitted so far) and its measured advance.
     pub admission: String,
+    /// SET of customers put back from their tickets after a cache loss (each at most once).
+    pub restored: String,
+    /// STRING: the public status document, JSON, written once per admit tick.
+    pub status: String,
+    /// STRING with a TTL: whoever holds it is running the pre-queue draw.
+    pub draw_lock: String,
 }
 
 impl EventKeys {
     pub fn new(event: &EventId) -> Self {
         let tag = format!("{{ev:{event}}}");
+        let key = |name: &str| format!("{tag}:{name}");
         Self {
-            settings: format!("{tag}:settings"),
-            queue: format!("{tag}:queue"),
-            active: format!("{tag}:active"),
-            admission: format!("{tag}:admission"),
+            settings: key("settings"),
+            prequeue: key("prequeue"),
+            entrants: key("entrants"),
+            left: key("left"),
+            queue: key("queue"),
+            offered: key("offered"),
+            active: key("active"),
+            admission: key("admission"),
+            restored: key("restored"),
+            status: key("status"),
+            draw_lock: key("draw-lock"),
         }
     }
 }

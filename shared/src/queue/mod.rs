@@ -5,29 +5,42 @@ pub mod connection;
 pub mod keys;
 pub mod redis;
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 
+use crate::draw::DrawSeed;
 use crate::event_settings::EventSettings;
 use crate::ids::{CustomerId, EventId};
+use crate::status::StatusInputs;
 use crate::LineupError;
 
 /// Where a customer stands in an event's queue.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Standing {
-    /// Waiting; `position` customers are ahead (0 = next).
+    /// Joined before opening: in the pre-queue, with no number until the draw at opening.
+    PreQueue {
+        opens_at: SystemTime,
+        /// The customer's salted hash in the draw, to find their number once it is published.
+        entrant: String,
+    },
+    /// Waiting with a queue number.
     Waiting {
+        /// The customer's queue number: called once `serving` reaches it.
+        number: u64,
+        /// Customers still waiting ahead (0 = next); leavers are not counted.
         position: u64,
-        /// Admissions per second measured over the last windows, if any were measured yet.
-        measured_rate: Option<f64>,
+        /// The highest number admitted so far.
+        serving: u64,
+        /// How fast `serving` advances, numbers per second, once measured.
+        measured_advance: Option<f64>,
         /// The event's configured admission rate, the fallback for the ETA.
         configured_rate: u32,
         opens_at: SystemTime,
     },
     /// Admitted: may shop until `expires_at`.
     Admitted { expires_at: SystemTime },
-    /// Was admitted, but the admission lapsed unused.
+    /// Was admitted, but the admission (or the time to claim it) lapsed unused.
     Expired,
     /// Was waiting when the event sold out or was closed.
     Closed,
@@ -41,14 +54,22 @@ pub struct Joined {
     pub standing: Standing,
 }
 
-/// What one admission tick did for one event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// What one admission tick did for one event, and what the event's public status is after it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct TickReport {
     pub admitted: u64,
-    /// Live admissions after the tick.
+    /// Admitted customers shopping or still able to claim, after the tick.
     pub active: u64,
-    /// Customers still waiting after the tick.
+    /// Customers still waiting with a number after the tick.
     pub waiting: u64,
+    /// The pre-queue closed and its draw has not been written yet: the admitter runs it.
+    pub needs_draw: bool,
+    /// The pre-queue's numbers are written (or it closed empty).
+    pub drawn: bool,
+    /// How long an admission lasts (the admitter keeps the cursor's checkpoints that long).
+    pub session: Duration,
+    /// What the public status was made from (the adapter also publishes it).
+    pub status: StatusInputs,
 }
 
 /// The customer-facing side: join, look up, leave.
@@ -72,6 +93,95 @@ pub trait WaitingLine: Send + Sync {
 
     /// Leaves the queue or gives up the admission. `false` when there was nothing to leave.
     async fn leave(&self, event: &EventId, customer: &CustomerId) -> Result<bool, LineupError>;
+}
+
+/// Where a restored customer goes back to (see [`crate::place_restore`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RestoredPlace {
+    /// Back in the queue at their number.
+    Queue { number: u64 },
+    /// Back in the pre-queue (the cache was lost before opening).
+    PreQueue,
+    /// Their number was called before the loss: admitted, until `expires_at`.
+    Admitted { expires_at: SystemTime },
+}
+
+/// Where an event stood when it was re-loaded after a cache loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestoreContext {
+    pub restored_at: SystemTime,
+    /// The highest number called before the loss.
+    pub serving: u64,
+    /// The customer asked about was put back already (each is, at most once).
+    pub already_restored: bool,
+}
+
+/// What happened to a restore.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestoreOutcome {
+    Restored,
+    /// This customer was already put back once since the loss.
+    AlreadyRestored,
+    /// The event was not restored, or the ticket is newer than the restore.
+    NotRestorable,
+}
+
+/// After a cache loss: what the restore of a customer needs to know, and the restore itself.
+#[async_trait]
+pub trait PlaceRestorer: Send + Sync {
+    /// When the event was last re-loaded from its durable record (`None`: never; nothing was
+    /// lost), how far admission had come then, and whether `customer` was already put back.
+    async fn restore_context(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+    ) -> Result<Option<RestoreContext>, LineupError>;
+
+    /// Puts `customer` back, once, if their ticket (issued at `ticket_issued_at`) predates the
+    /// restore.
+    async fn restore_place(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+        ticket_issued_at: SystemTime,
+        place: RestoredPlace,
+    ) -> Result<RestoreOutcome, LineupError>;
+
+    /// Re-loads an event's settings and cursor from its durable record, if they are missing.
+    /// `true` when this call restored them.
+    async fn restore_event(
+        &self,
+        event: &EventId,
+        record: &crate::event_records::EventRecord,
+        now: SystemTime,
+    ) -> Result<bool, LineupError>;
+}
+
+/// The public status documents the admit ticks write.
+#[async_trait]
+pub trait StatusBoard: Send + Sync {
+    /// The event's status as last published (JSON), `None` for an event never ticked.
+    async fn status_json(&self, event: &EventId) -> Result<Option<String>, LineupError>;
+}
+
+/// The admitter's side of the pre-queue draw.
+#[async_trait]
+pub trait PreQueueDraw: Send + Sync {
+    /// Takes the draw for a while (`false`: another admitter has it).
+    async fn lock_draw(&self, event: &EventId, for_how_long: Duration)
+        -> Result<bool, LineupError>;
+    /// The event's draw seed.
+    async fn draw_seed(&self, event: &EventId) -> Result<Option<DrawSeed>, LineupError>;
+    /// Every customer of the closed pre-queue.
+    async fn entrants(&self, event: &EventId) -> Result<Vec<CustomerId>, LineupError>;
+    /// Puts the entrants in the queue at their numbers (those who left meanwhile excepted).
+    async fn write_numbers(
+        &self,
+        event: &EventId,
+        numbers: &[(CustomerId, u64)],
+    ) -> Result<(), LineupError>;
+    /// The draw is written: admission may start.
+    async fn mark_drawn(&self, event: &EventId) -> Result<(), LineupError>;
 }
 
 /// The scheduled side: move customers from the head of the queue into the active set.
@@ -120,12 +230,20 @@ pub trait AdmissionRegistry: Send + Sync {
 /// Operators' side: create or change an event's on-sale settings.
 #[async_trait]
 pub trait EventSettingsStore: Send + Sync {
-    async fn configure(&self, event: &EventId, settings: &EventSettings)
-        -> Result<(), LineupError>;
+    /// `seed` is the event's draw seed from its durable record (made once, never changed).
+    async fn configure(
+        &self,
+        event: &EventId,
+        settings: &EventSettings,
+        seed: &DrawSeed,
+    ) -> Result<(), LineupError>;
 
     async fn settings(&self, event: &EventId) -> Result<Option<EventSettings>, LineupError>;
 
-    /// Closes the event's queue (sold out): joins get 409, waiting customers' polls say `closed`.
-    /// `false` when there is no such event.
-    async fn close(&self, event: &EventId) -> Result<bool, LineupError>;
+    /// Closes the event's queue: joins get 409, waiting customers' polls say `closed`, the
+    /// status says `sold_out` or `closed`. `false` when there is no such event.
+    async fn close(&self, event: &EventId, sold_out: bool) -> Result<bool, LineupError>;
+
+    /// Records the count of seats not sold, for the public status.
+    async fn set_seats_left(&self, event: &EventId, seats_left: u64) -> Result<(), LineupError>;
 }

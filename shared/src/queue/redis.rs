@@ -2,16 +2,11 @@
 //! one round trip: one Lua script (EVALSHA, loaded on first use) that checks and changes
 //! atomically, with all of the event's keys under one hash tag. No "read, then write" from Rust.
 //! The operator's `configure` and `close` make a second call, to the open-events set, which lives
-//! outside every event's hash slot (a cluster cannot touch both in one script).
+//! outside every event's hash slot (a cluster cannot touch both in one script); an admit tick
+//! makes a second call too, to publish the event's status.
 //!
-//! The pre-queue draw: a customer who joins before opening is scored by `join.lua` from the
-//! event's `draw_seed` and the customer id alone (SHA-1, 52 bits, negated), not by a fresh random
-//! number per join, so leaving and joining again any number of times lands on the same place:
-//! the draw cannot be re-rolled. The seed is 32 random bytes made here when the event is first
-//! configured (written with HSETNX, so re-configuring never re-rolls it). It is not the signing
-//! key, nor derived from it, because a later step publishes it after opening so anyone can check
-//! the draw; until then it must stay secret (knowing it before opening lets one predict which of
-//! many accounts draws best), which is also why [`EventSettings`] does not carry it.
+//! The pre-queue is a set with no order until it closes at opening; the draw (run by the
+//! admitter, [`crate::admission`]) then writes its entrants' numbers. See [`crate::draw`].
 
 use std::time::{Duration, SystemTime};
 
@@ -21,14 +16,18 @@ use redis::{AsyncCommands, Script};
 use super::connection::RedisConnection;
 use super::keys::{EventKeys, OPEN_EVENTS};
 use super::{
-    AdmissionRegistry, Admitter, EventSettingsStore, Joined, LiveAdmission, Standing, TickReport,
+    AdmissionRegistry, Admitter, EventSettingsStore, Joined, LiveAdmission, PlaceRestorer,
+    PreQueueDraw, RestoreContext, RestoreOutcome, RestoredPlace, Standing, StatusBoard, TickReport,
     WaitingLine,
 };
 use crate::clock::{from_unix_millis, unix_millis};
 use crate::config::RedisSettings;
+use crate::draw::DrawSeed;
+use crate::event_records::EventRecord;
 use crate::event_settings::{EventSettings, QueueState};
 use crate::ids::{CustomerId, EventId};
 use crate::ledger::TicketLimits;
+use crate::status::StatusInputs;
 use crate::LineupError;
 
 /// How long a lapsed admission is remembered, so its owner's poll says `expired` rather than 404.
@@ -45,6 +44,12 @@ struct Scripts {
     end_admission: Script,
     admit_tick: Script,
     close: Script,
+    restore_event: Script,
+    restore_place: Script,
+    draw_numbers: Script,
+    publish_status: Script,
+    restore_context: Script,
+    set_seats_left: Script,
 }
 
 impl Scripts {
@@ -58,6 +63,12 @@ impl Scripts {
             end_admission: Script::new(include_str!("scripts/end_admission.lua")),
             admit_tick: Script::new(include_str!("scripts/admit_tick.lua")),
             close: Script::new(include_str!("scripts/close.lua")),
+            restore_event: Script::new(include_str!("scripts/restore_event.lua")),
+            restore_place: Script::new(include_str!("scripts/restore_place.lua")),
+            draw_numbers: Script::new(include_str!("scripts/draw_numbers.lua")),
+            publish_status: Script::new(include_str!("scripts/publish_status.lua")),
+            restore_context: Script::new(include_str!("scripts/restore_context.lua")),
+            set_seats_left: Script::new(include_str!("scripts/set_seats_left.lua")),
         }
     }
 }
@@ -102,24 +113,18 @@ impl RedisQueue {
         let removed: i64 = self
             .scripts
             .leave
+            .key(&keys.settings)
             .key(&keys.queue)
             .key(&keys.active)
+            .key(&keys.offered)
+            .key(&keys.prequeue)
+            .key(&keys.entrants)
+            .key(&keys.left)
             .arg(customer.as_str())
             .invoke_async(&mut self.connection())
             .await?;
         Ok(removed > 0)
     }
-}
-
-/// A new pre-queue draw seed: 32 bytes as 64 hex digits, from two v4 UUIDs (the OS's CSPRNG;
-/// 244 random bits, the rest are UUID version and variant bits). Only used if the event has no
-/// seed yet.
-fn new_draw_seed() -> String {
-    format!(
-        "{:032x}{:032x}",
-        uuid::Uuid::new_v4().as_u128(),
-        uuid::Uuid::new_v4().as_u128()
-    )
 }
 
 fn unexpected(operation: &'static str, reply: &[String]) -> LineupError {
@@ -133,23 +138,55 @@ fn parse_u64(operation: &'static str, reply: &[String], field: &str) -> Result<u
     field.parse().map_err(|_| unexpected(operation, reply))
 }
 
-/// Parses the `"waiting", position, measured_rate, admit_per_sec, opens_at_ms` tail shared by
-/// the join and standing scripts.
+fn parse_f64(field: &str) -> Option<f64> {
+    field.parse::<f64>().ok().filter(|value| value.is_finite())
+}
+
+fn opens_at(
+    operation: &'static str,
+    reply: &[String],
+    field: &str,
+) -> Result<SystemTime, LineupError> {
+    Ok(from_unix_millis(parse_u64(operation, reply, field)?))
+}
+
+/// Parses the `number, position, serving, advance_rate, admit_per_sec, opens_at_ms` tail shared
+/// by the join and standing scripts' `waiting` replies.
 fn waiting_standing(
     operation: &'static str,
     reply: &[String],
     fields: &[String],
 ) -> Result<Standing, LineupError> {
-    let [position, measured_rate, configured_rate, opens_at] = fields else {
+    let [number, position, serving, advance, configured_rate, opens] = fields else {
         return Err(unexpected(operation, reply));
     };
     Ok(Standing::Waiting {
+        // Scores come back as Redis doubles; queue numbers are integers well inside 2^53.
+        number: parse_f64(number).ok_or_else(|| unexpected(operation, reply))? as u64,
         position: parse_u64(operation, reply, position)?,
-        measured_rate: measured_rate.parse::<f64>().ok().filter(|rate| *rate > 0.0),
+        serving: parse_u64(operation, reply, serving)?,
+        measured_advance: parse_f64(advance).filter(|rate| *rate > 0.0),
         configured_rate: configured_rate
             .parse()
             .map_err(|_| unexpected(operation, reply))?,
-        opens_at: from_unix_millis(parse_u64(operation, reply, opens_at)?),
+        opens_at: opens_at(operation, reply, opens)?,
+    })
+}
+
+fn pre_queue_standing(
+    operation: &'static str,
+    reply: &[String],
+    customer: &CustomerId,
+    opens: &str,
+    seed: &str,
+) -> Result<Standing, LineupError> {
+    // Errors show the reply without the seed: it must not reach a log before it is revealed.
+    let shown = [reply[0].clone(), opens.to_owned(), "<seed>".to_owned()];
+    // An event configured before draw seeds existed has none: `lineup event set` gives it one.
+    let seed = DrawSeed::parse(seed).ok_or_else(|| unexpected(operation, &shown))?;
+    Ok(Standing::PreQueue {
+        opens_at: opens_at(operation, &shown, opens)?,
+        entrant: seed.entrant(customer),
     })
 }
 
@@ -167,6 +204,32 @@ fn admitted_standing(
     })
 }
 
+impl RedisQueue {
+    /// Runs the join or standing script: the same keys, the customer and the time.
+    async fn customer_script(
+        &self,
+        script: &Script,
+        event: &EventId,
+        customer: &CustomerId,
+        now: SystemTime,
+    ) -> Result<Vec<String>, LineupError> {
+        let keys = EventKeys::new(event);
+        Ok(script
+            .key(&keys.settings)
+            .key(&keys.queue)
+            .key(&keys.active)
+            .key(&keys.admission)
+            .key(&keys.offered)
+            .key(&keys.prequeue)
+            .key(&keys.entrants)
+            .key(&keys.left)
+            .arg(customer.as_str())
+            .arg(unix_millis(now))
+            .invoke_async(&mut self.connection())
+            .await?)
+    }
+}
+
 #[async_trait]
 impl WaitingLine for RedisQueue {
     async fn join(
@@ -176,30 +239,22 @@ impl WaitingLine for RedisQueue {
         now: SystemTime,
     ) -> Result<Joined, LineupError> {
         const OP: &str = "join";
-        let keys = EventKeys::new(event);
-        let reply: Vec<String> = self
-            .scripts
-            .join
-            .key(&keys.settings)
-            .key(&keys.queue)
-            .key(&keys.active)
-            .key(&keys.admission)
-            .arg(customer.as_str())
-            .arg(unix_millis(now))
-            .invoke_async(&mut self.connection())
+        let reply = self
+            .customer_script(&self.scripts.join, event, customer, now)
             .await?;
         match reply.as_slice() {
             [status] if status == "no_event" => Err(LineupError::EventNotFound),
             [status] if status == "closed" => Err(LineupError::QueueClosed),
-            // Only an event configured before draw seeds existed has none: an operator's
-            // `lineup event set <event>` gives it one. Never drawn without a seed (predictable).
-            [status] if status == "no_draw_seed" => Err(unexpected(OP, &reply)),
             [status, expires_ms] if status == "admitted" => Ok(Joined {
                 newly_queued: false,
                 standing: admitted_standing(OP, &reply, expires_ms)?,
             }),
-            [status, position, newly_queued, rest @ ..] if status == "waiting" => {
-                let mut fields = vec![position.clone()];
+            [status, newly_queued, opens, seed] if status == "pre_queue" => Ok(Joined {
+                newly_queued: newly_queued == "1",
+                standing: pre_queue_standing(OP, &reply, customer, opens, seed)?,
+            }),
+            [status, number, position, newly_queued, rest @ ..] if status == "waiting" => {
+                let mut fields = vec![number.clone(), position.clone()];
                 fields.extend_from_slice(rest);
                 Ok(Joined {
                     newly_queued: newly_queued == "1",
@@ -217,23 +272,17 @@ impl WaitingLine for RedisQueue {
         now: SystemTime,
     ) -> Result<Option<Standing>, LineupError> {
         const OP: &str = "standing";
-        let keys = EventKeys::new(event);
-        let reply: Vec<String> = self
-            .scripts
-            .standing
-            .key(&keys.settings)
-            .key(&keys.queue)
-            .key(&keys.active)
-            .key(&keys.admission)
-            .arg(customer.as_str())
-            .arg(unix_millis(now))
-            .invoke_async(&mut self.connection())
+        let reply = self
+            .customer_script(&self.scripts.standing, event, customer, now)
             .await?;
         match reply.as_slice() {
             [status] if status == "no_event" => Err(LineupError::EventNotFound),
-            [status] if status == "not_found" => Ok(None),
+            [status, ..] if status == "not_found" => Ok(None),
             [status] if status == "expired" => Ok(Some(Standing::Expired)),
             [status] if status == "closed" => Ok(Some(Standing::Closed)),
+            [status, opens, seed] if status == "pre_queue" => {
+                pre_queue_standing(OP, &reply, customer, opens, seed).map(Some)
+            }
             [status, expires_ms] if status == "admitted" => {
                 admitted_standing(OP, &reply, expires_ms).map(Some)
             }
@@ -247,6 +296,56 @@ impl WaitingLine for RedisQueue {
     async fn leave(&self, event: &EventId, customer: &CustomerId) -> Result<bool, LineupError> {
         self.remove_customer(event, customer).await
     }
+}
+
+/// Reads the admit tick's reply (see `admit_tick.lua`).
+fn tick_report(full_reply: &[String]) -> Result<TickReport, LineupError> {
+    const OP: &str = "admit_tick";
+    // Errors show the reply without the seed (field 15): it must not reach a log early.
+    let mut shown = full_reply.to_vec();
+    if let Some(seed) = shown.get_mut(14) {
+        *seed = "<seed>".to_owned();
+    }
+    let reply = shown.as_slice();
+    let [admitted, active, waiting, serving, advance, state, opens, rate, next_number, entrants, drawn, seats_left, commitment, closed_reason, _, claim_ms, session_ms, restored_at] =
+        reply
+    else {
+        return Err(unexpected(OP, reply));
+    };
+    let number = |field: &str| parse_u64(OP, reply, field);
+    let optional = |field: &str| -> Result<Option<u64>, LineupError> {
+        (!field.is_empty()).then(|| number(field)).transpose()
+    };
+    let entrants = optional(entrants)?;
+    let drawn = drawn == "1";
+    let non_empty = |field: &String| (!field.is_empty()).then(|| field.clone());
+    Ok(TickReport {
+        admitted: number(admitted)?,
+        active: number(active)?,
+        waiting: number(waiting)?,
+        needs_draw: entrants.is_some() && !drawn,
+        drawn,
+        session: Duration::from_millis(number(session_ms)?),
+        status: StatusInputs {
+            state: QueueState::parse(state).ok_or_else(|| unexpected(OP, reply))?,
+            closed_reason: non_empty(closed_reason),
+            opens_at: opens_at(OP, reply, opens)?,
+            serving: number(serving)?,
+            measured_advance: parse_f64(advance).filter(|rate| *rate > 0.0),
+            configured_rate: rate.parse().map_err(|_| unexpected(OP, reply))?,
+            last_number: number(next_number)?,
+            waiting: number(waiting)?,
+            claim_window: Duration::from_millis(number(claim_ms)?),
+            seats_left: optional(seats_left)?,
+            commitment: commitment.clone(),
+            entrants,
+            // Revealed only once the draw is written (and so published: the admitter publishes
+            // before it writes the numbers).
+            revealed_seed: non_empty(&full_reply[14])
+                .filter(|_| drawn && entrants.unwrap_or(0) > 0),
+            restored_at: optional(restored_at)?.map(from_unix_millis),
+        },
+    })
 }
 
 #[async_trait]
@@ -266,8 +365,8 @@ impl Admitter for RedisQueue {
         event: &EventId,
         now: SystemTime,
     ) -> Result<TickReport, LineupError> {
-        const OP: &str = "admit_tick";
         let keys = EventKeys::new(event);
+        let mut connection = self.connection();
         let reply: Vec<String> = self
             .scripts
             .admit_tick
@@ -275,19 +374,37 @@ impl Admitter for RedisQueue {
             .key(&keys.queue)
             .key(&keys.active)
             .key(&keys.admission)
+            .key(&keys.offered)
+            .key(&keys.prequeue)
+            .key(&keys.entrants)
             .arg(unix_millis(now))
             .arg(FORGET_LAPSED_AFTER.as_millis() as u64)
-            .invoke_async(&mut self.connection())
+            .invoke_async(&mut connection)
             .await?;
-        match reply.as_slice() {
-            [status] if status == "no_event" => Err(LineupError::EventNotFound),
-            [admitted, active, waiting] => Ok(TickReport {
-                admitted: parse_u64(OP, &reply, admitted)?,
-                active: parse_u64(OP, &reply, active)?,
-                waiting: parse_u64(OP, &reply, waiting)?,
-            }),
-            _ => Err(unexpected(OP, &reply)),
+        if matches!(reply.as_slice(), [status] if status == "no_event") {
+            return Err(LineupError::EventNotFound);
         }
+        let report = tick_report(&reply)?;
+        // The public status, made once here for every reader of this tick.
+        let status = report.status.status(event.as_str(), now);
+        let json = serde_json::to_string(&status).map_err(|_| unexpected("status", &reply))?;
+        let _: i64 = self
+            .scripts
+            .publish_status
+            .key(&keys.status)
+            .key(&keys.admission)
+            .arg(json)
+            .arg(unix_millis(now))
+            .invoke_async(&mut connection)
+            .await?;
+        Ok(report)
+    }
+}
+
+#[async_trait]
+impl StatusBoard for RedisQueue {
+    async fn status_json(&self, event: &EventId) -> Result<Option<String>, LineupError> {
+        Ok(self.connection().get(EventKeys::new(event).status).await?)
     }
 }
 
@@ -361,17 +478,38 @@ impl TicketLimits for RedisQueue {
     }
 }
 
+fn ticket_limit_arg(settings: &EventSettings) -> String {
+    settings
+        .ticket_limit
+        .map(|limit| limit.to_string())
+        .unwrap_or_default()
+}
+
+impl RedisQueue {
+    /// The open-events set follows the state: ticked unless closed.
+    async fn track_open(&self, event: &EventId, state: QueueState) -> Result<(), LineupError> {
+        let mut connection = self.connection();
+        let _: i64 = match state {
+            QueueState::Open | QueueState::Paused => {
+                connection.sadd(OPEN_EVENTS, event.as_str()).await?
+            }
+            QueueState::Closed => connection.srem(OPEN_EVENTS, event.as_str()).await?,
+        };
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl EventSettingsStore for RedisQueue {
     async fn configure(
         &self,
         event: &EventId,
         settings: &EventSettings,
+        seed: &DrawSeed,
     ) -> Result<(), LineupError> {
         let keys = EventKeys::new(event);
-        let mut connection = self.connection();
         // One script on the event's own slot: the settings, the ticket limit (set or removed)
-        // and the draw seed (only if none is stored) change together.
+        // and the draw seed change together.
         let _: i64 = self
             .scripts
             .configure
@@ -381,35 +519,40 @@ impl EventSettingsStore for RedisQueue {
             .arg(settings.max_active)
             .arg(settings.admit_per_second)
             .arg(settings.session.as_millis() as u64)
-            .arg(
-                settings
-                    .ticket_limit
-                    .map(|limit| limit.to_string())
-                    .unwrap_or_default(),
-            )
-            .arg(new_draw_seed())
-            .invoke_async(&mut connection)
+            .arg(settings.claim_window.as_millis() as u64)
+            .arg(ticket_limit_arg(settings))
+            .arg(seed.reveal())
+            .arg(seed.commitment())
+            .invoke_async(&mut self.connection())
             .await?;
         // The open-events set is outside the event's slot, so it is a second call; the admitter
         // re-reads settings inside its script, so a closed event in the set only costs a no-op tick.
-        let _: i64 = match settings.state {
-            QueueState::Open => connection.sadd(OPEN_EVENTS, event.as_str()).await?,
-            QueueState::Closed => connection.srem(OPEN_EVENTS, event.as_str()).await?,
-        };
-        Ok(())
+        self.track_open(event, settings.state).await
     }
 
-    async fn close(&self, event: &EventId) -> Result<bool, LineupError> {
+    async fn close(&self, event: &EventId, sold_out: bool) -> Result<bool, LineupError> {
         let keys = EventKeys::new(event);
-        let mut connection = self.connection();
         let closed: i64 = self
             .scripts
             .close
             .key(&keys.settings)
-            .invoke_async(&mut connection)
+            .arg(if sold_out { "sold_out" } else { "closed" })
+            .invoke_async(&mut self.connection())
             .await?;
-        let _: i64 = connection.srem(OPEN_EVENTS, event.as_str()).await?;
+        self.track_open(event, QueueState::Closed).await?;
         Ok(closed == 1)
+    }
+
+    async fn set_seats_left(&self, event: &EventId, seats_left: u64) -> Result<(), LineupError> {
+        let keys = EventKeys::new(event);
+        let _: i64 = self
+            .scripts
+            .set_seats_left
+            .key(&keys.settings)
+            .arg(seats_left)
+            .invoke_async(&mut self.connection())
+            .await?;
+        Ok(())
     }
 
     async fn settings(&self, event: &EventId) -> Result<Option<EventSettings>, LineupError> {
@@ -423,11 +566,13 @@ impl EventSettingsStore for RedisQueue {
                 "max_active",
                 "admit_per_sec",
                 "session_ms",
+                "claim_ms",
                 "ticket_limit",
             ])
             .query_async(&mut self.connection())
             .await?;
-        let [state, opens_at, max_active, rate, session, ticket_limit] = values.as_slice() else {
+        let [state, opens_at, max_active, rate, session, claim, ticket_limit] = values.as_slice()
+        else {
             return Err(unexpected(OP, &[]));
         };
         let Some(state) = state else { return Ok(None) };
@@ -447,10 +592,193 @@ impl EventSettingsStore for RedisQueue {
             max_active: number(max_active)? as u32,
             admit_per_second: number(rate)? as u32,
             session: Duration::from_millis(number(session)?),
+            // An event configured before claim windows existed has none: the default.
+            claim_window: match claim {
+                Some(_) => Duration::from_millis(number(claim)?),
+                None => EventSettings::DEFAULT_CLAIM_WINDOW,
+            },
             ticket_limit: ticket_limit
                 .as_deref()
                 .map(|raw| raw.parse::<u32>().map_err(|_| unexpected(OP, &shown)))
                 .transpose()?,
         }))
+    }
+}
+
+#[async_trait]
+impl PlaceRestorer for RedisQueue {
+    async fn restore_context(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+    ) -> Result<Option<RestoreContext>, LineupError> {
+        const OP: &str = "restore_context";
+        let keys = EventKeys::new(event);
+        let reply: Vec<String> = self
+            .scripts
+            .restore_context
+            .key(&keys.settings)
+            .key(&keys.restored)
+            .arg(customer.as_str())
+            .invoke_async(&mut self.connection())
+            .await?;
+        let [restored_at, serving, already] = reply.as_slice() else {
+            return Err(unexpected(OP, &reply));
+        };
+        if restored_at.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(RestoreContext {
+            restored_at: from_unix_millis(parse_u64(OP, &reply, restored_at)?),
+            serving: parse_u64(OP, &reply, serving)?,
+            already_restored: already == "1",
+        }))
+    }
+
+    async fn restore_place(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+        ticket_issued_at: SystemTime,
+        place: RestoredPlace,
+    ) -> Result<RestoreOutcome, LineupError> {
+        let keys = EventKeys::new(event);
+        let (where_to, score) = match place {
+            RestoredPlace::Queue { number } => ("queue", number),
+            RestoredPlace::PreQueue => ("pre_queue", 0),
+            RestoredPlace::Admitted { expires_at } => ("active", unix_millis(expires_at)),
+        };
+        let outcome: String = self
+            .scripts
+            .restore_place
+            .key(&keys.settings)
+            .key(&keys.queue)
+            .key(&keys.active)
+            .key(&keys.prequeue)
+            .key(&keys.restored)
+            .arg(customer.as_str())
+            .arg(unix_millis(ticket_issued_at))
+            .arg(where_to)
+            .arg(score)
+            .invoke_async(&mut self.connection())
+            .await?;
+        match outcome.as_str() {
+            "restored" => Ok(RestoreOutcome::Restored),
+            "already" => Ok(RestoreOutcome::AlreadyRestored),
+            "not_restorable" => Ok(RestoreOutcome::NotRestorable),
+            _ => Err(unexpected("restore_place", &[outcome])),
+        }
+    }
+
+    async fn restore_event(
+        &self,
+        event: &EventId,
+        record: &EventRecord,
+        now: SystemTime,
+    ) -> Result<bool, LineupError> {
+        let keys = EventKeys::new(event);
+        let settings = &record.settings;
+        let cursor = &record.cursor;
+        let restored: i64 = self
+            .scripts
+            .restore_event
+            .key(&keys.settings)
+            .key(&keys.admission)
+            .arg(settings.state.as_str())
+            .arg(unix_millis(settings.opens_at))
+            .arg(settings.max_active)
+            .arg(settings.admit_per_second)
+            .arg(settings.session.as_millis() as u64)
+            .arg(settings.claim_window.as_millis() as u64)
+            .arg(ticket_limit_arg(settings))
+            .arg(record.seed.reveal())
+            .arg(record.seed.commitment())
+            .arg(cursor.next_number)
+            .arg(cursor.entrants.map(|n| n.to_string()).unwrap_or_default())
+            .arg(if cursor.drawn { "1" } else { "0" })
+            .arg(cursor.serving)
+            .arg(record.closed_reason.clone().unwrap_or_default())
+            .arg(unix_millis(now))
+            .invoke_async(&mut self.connection())
+            .await?;
+        self.track_open(event, settings.state).await?;
+        Ok(restored == 1)
+    }
+}
+
+#[async_trait]
+impl PreQueueDraw for RedisQueue {
+    async fn lock_draw(
+        &self,
+        event: &EventId,
+        for_how_long: Duration,
+    ) -> Result<bool, LineupError> {
+        let keys = EventKeys::new(event);
+        let taken: Option<String> = redis::cmd("SET")
+            .arg(&keys.draw_lock)
+            .arg("1")
+            .arg("NX")
+            .arg("PX")
+            .arg(for_how_long.as_millis() as u64)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(taken.is_some())
+    }
+
+    async fn draw_seed(&self, event: &EventId) -> Result<Option<DrawSeed>, LineupError> {
+        let keys = EventKeys::new(event);
+        let seed: Option<String> = self.connection().hget(&keys.settings, "draw_seed").await?;
+        Ok(seed.as_deref().and_then(DrawSeed::parse))
+    }
+
+    async fn entrants(&self, event: &EventId) -> Result<Vec<CustomerId>, LineupError> {
+        let keys = EventKeys::new(event);
+        let mut connection = self.connection();
+        // SSCAN in pages, not SMEMBERS: a million entrants in one reply would stall Redis.
+        let mut entrants = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, page): (u64, Vec<String>) = redis::cmd("SSCAN")
+                .arg(&keys.entrants)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(5_000)
+                .query_async(&mut connection)
+                .await?;
+            entrants.extend(page.iter().filter_map(|raw| CustomerId::parse(raw).ok()));
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        // A set scanned while unchanged can still repeat a member across pages.
+        entrants.sort_unstable();
+        entrants.dedup();
+        Ok(entrants)
+    }
+
+    async fn write_numbers(
+        &self,
+        event: &EventId,
+        numbers: &[(CustomerId, u64)],
+    ) -> Result<(), LineupError> {
+        let keys = EventKeys::new(event);
+        let mut connection = self.connection();
+        // Batches of 5,000: each script is a few milliseconds, so joins and polls are not held up.
+        for batch in numbers.chunks(5_000) {
+            let mut invocation = self.scripts.draw_numbers.key(&keys.queue);
+            invocation.key(&keys.left);
+            for (customer, number) in batch {
+                invocation.arg(customer.as_str()).arg(*number);
+            }
+            let _: i64 = invocation.invoke_async(&mut connection).await?;
+        }
+        Ok(())
+    }
+
+    async fn mark_drawn(&self, event: &EventId) -> Result<(), LineupError> {
+        let keys = EventKeys::new(event);
+        let _: i64 = self.connection().hset(&keys.settings, "drawn", "1").await?;
+        Ok(())
     }
 }

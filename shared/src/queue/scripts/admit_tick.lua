@@ -1,21 +1,50 @@
 -- One admission tick for one event: the whole check-and-change, atomically, so any number of
 -- admitters running at once (EventBridge delivers at least once) exceed neither cap nor rate.
--- KEYS: settings, queue, active, admission
+-- Admitting moves the head of the queue to the offered set and advances `serving`, the highest
+-- number admitted; each admitted customer then has `claim_ms` to claim (their poll), or the
+-- offer lapses and its slot goes to the next tick's admissions. The reply carries what the
+-- public status shows.
+-- KEYS: settings, queue, active, admission, offered, prequeue, entrants
 -- ARGV: now_ms, forget_lapsed_after_ms
--- Reply: {admitted, active_after, waiting_after} | {"no_event"}
-local settings = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'max_active', 'admit_per_sec', 'session_ms')
-local state = settings[1]
+-- Reply: {"no_event"} | {admitted, shopping_after, waiting_after, serving, advance_rate|"", state,
+--         opens_at_ms, admit_per_sec, next_number, entrants|"", drawn (0|1), seats_left|"",
+--         draw_commitment|"", closed_reason|"", draw_seed, claim_ms, session_ms, restored_at_ms|""}
+-- (the seed goes back to the admitter, which shows it only once the draw is published)
+local s = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'max_active', 'admit_per_sec',
+  'claim_ms', 'entrants', 'drawn', 'next_number', 'seats_left', 'draw_commitment', 'closed_reason',
+  'draw_seed', 'session_ms', 'restored_at_ms')
+local state = s[1]
 if not state then return {'no_event'} end
-local opens_at, max_active = tonumber(settings[2]), tonumber(settings[3])
-local rate, session = tonumber(settings[4]), tonumber(settings[5])
+local opens_at, max_active = tonumber(s[2]), tonumber(s[3])
+-- (An event configured before claim windows existed has none: the default, a minute.)
+local rate, claim = tonumber(s[4]), tonumber(s[5]) or 60000
 local now, forget_after = tonumber(ARGV[1]), tonumber(ARGV[2])
 
--- Lapsed admissions stay a while so their owner's poll can say "expired"; then they go.
+-- Lapsed admissions and offers stay a while so their owner's poll says "expired"; then they go.
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. (now - forget_after))
-local active = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', '(' .. (now - forget_after))
+
+-- At opening the pre-queue closes (if no join after opening did it first).
+if state ~= 'closed' and now >= opens_at and not s[6] then
+  local entrants = redis.call('SCARD', KEYS[6])
+  if entrants > 0 then redis.call('RENAME', KEYS[6], KEYS[7]) end
+  s[8] = tostring(math.max(tonumber(s[8]) or 0, entrants))
+  redis.call('HSET', KEYS[1], 'entrants', entrants, 'next_number', s[8])
+  s[6] = tostring(entrants)
+  if entrants == 0 then
+    redis.call('HSET', KEYS[1], 'drawn', '1')
+    s[7] = '1'
+  end
+end
+
+-- Slots in use: customers shopping, and admitted customers whose claim window is still open.
+local shopping = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
+  + redis.call('ZCOUNT', KEYS[5], '(' .. now, '+inf')
 
 local admitted = 0
-if state == 'open' and now >= opens_at then
+local serving = tonumber(redis.call('HGET', KEYS[4], 'serving')) or 0
+-- Nobody is admitted before the pre-queue's numbers are in the queue: they come first.
+if state == 'open' and now >= opens_at and s[7] then
   -- The rate budget: a token bucket holding at most one second's admissions, refilled here by
   -- the time elapsed. Several admitters share it; a clock behind the last refill adds nothing.
   local bucket = redis.call('HMGET', KEYS[4], 'tokens', 'refilled_at_ms')
@@ -26,44 +55,44 @@ if state == 'open' and now >= opens_at then
     tokens = math.min(rate, tokens + (now - refilled_at) * rate / 1000)
     refilled_at = now
   end
-  local budget = math.min(max_active - active, math.floor(tokens))
+  local budget = math.min(max_active - shopping, math.floor(tokens))
 
   if budget > 0 then
     local popped = redis.call('ZPOPMIN', KEYS[2], budget)
-    local expires = now + session
+    local deadline = string.format('%.0f', now + claim)
     local batch = {}
     for i = 1, #popped, 2 do
-      batch[#batch + 1] = expires
+      batch[#batch + 1] = deadline
       batch[#batch + 1] = popped[i]
       if #batch >= 1000 then -- stay far below Lua's unpack() limit
-        redis.call('ZADD', KEYS[3], unpack(batch))
+        redis.call('ZADD', KEYS[5], unpack(batch))
         batch = {}
       end
     end
-    if #batch > 0 then redis.call('ZADD', KEYS[3], unpack(batch)) end
+    if #batch > 0 then redis.call('ZADD', KEYS[5], unpack(batch)) end
     admitted = #popped / 2
+    if admitted > 0 then serving = math.max(serving, tonumber(popped[#popped])) end
   end
 
-  redis.call('HSET', KEYS[4], 'tokens', tostring(tokens - admitted), 'refilled_at_ms', tostring(refilled_at))
+  redis.call('HSET', KEYS[4], 'tokens', tostring(tokens - admitted),
+    'refilled_at_ms', tostring(refilled_at), 'serving', string.format('%.0f', serving))
 
-  -- Measure the admission rate for ETAs, over windows of at least 10 s, only while a backlog
-  -- remains (an empty queue admits slowly for lack of customers, which says nothing of the pace).
+  -- Measure how fast `serving` advances (leavers included: their numbers are passed too), over
+  -- windows of at least 10 s, only while a backlog remains (an empty queue advances slowly for
+  -- lack of customers, which says nothing of the pace).
   local waiting = redis.call('ZCARD', KEYS[2])
-  local window = redis.call('HMGET', KEYS[4], 'window_start_ms', 'window_admitted', 'measured_rate')
-  local window_start, window_admitted = tonumber(window[1]), tonumber(window[2]) or 0
+  local window = redis.call('HMGET', KEYS[4], 'window_start_ms', 'window_serving', 'advance_rate')
+  local window_start = tonumber(window[1])
   if waiting == 0 or not window_start or window_start > now then
-    redis.call('HSET', KEYS[4], 'window_start_ms', now, 'window_admitted', 0)
-  else
-    window_admitted = window_admitted + admitted
-    if now - window_start >= 10000 then
-      local measured = window_admitted * 1000 / (now - window_start)
-      if window[3] then measured = (tonumber(window[3]) + measured) / 2 end
-      redis.call('HSET', KEYS[4], 'measured_rate', tostring(measured),
-        'window_start_ms', now, 'window_admitted', 0)
-    else
-      redis.call('HSET', KEYS[4], 'window_admitted', window_admitted)
-    end
+    redis.call('HSET', KEYS[4], 'window_start_ms', now, 'window_serving', serving)
+  elseif now - window_start >= 10000 then
+    local measured = (serving - tonumber(window[2])) * 1000 / (now - window_start)
+    if window[3] then measured = (tonumber(window[3]) + measured) / 2 end
+    redis.call('HSET', KEYS[4], 'advance_rate', tostring(measured),
+      'window_start_ms', now, 'window_serving', serving)
   end
 end
 
-return {admitted, active + admitted, redis.call('ZCARD', KEYS[2])}
+return {admitted, shopping + admitted, redis.call('ZCARD', KEYS[2]), string.format('%.0f', serving),
+  redis.call('HGET', KEYS[4], 'advance_rate') or '', state, s[2], s[4], s[8] or '0', s[6] or '',
+  s[7] and 1 or 0, s[9] or '', s[10] or '', s[11] or '', s[12] or '', tostring(claim), s[13], s[14] or ''}

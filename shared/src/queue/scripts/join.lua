@@ -1,46 +1,72 @@
 -- Join an event's queue, or keep the place already held. One atomic step.
--- KEYS: settings, queue, active, admission
+-- Before opening the customer enters the pre-queue, a set with no order: at opening it closes
+-- and the draw gives its entrants the first numbers (see shared/src/draw.rs). After opening a
+-- joiner gets the next queue number. An admitted customer who has not claimed yet claims here.
+-- KEYS: settings, queue, active, admission, offered, prequeue, entrants, left
 -- ARGV: customer, now_ms
--- Reply: {"no_event"} | {"closed"} | {"no_draw_seed"} | {"admitted", expires_ms}
---      | {"waiting", position, newly_queued (0|1), measured_rate|"", admit_per_sec, opens_at_ms}
-local settings = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'admit_per_sec')
-local state, opens_at_ms, rate = settings[1], settings[2], settings[3]
+-- Reply: {"no_event"} | {"closed"} | {"admitted", expires_ms}
+--      | {"pre_queue", newly_queued, opens_at_ms, draw_seed} (the seed for the adapter to compute
+--        the entrant's public hash with; it never reaches the customer)
+--      | {"waiting", number, position, newly_queued, serving, advance_rate|"", admit_per_sec, opens_at_ms}
+local s = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'admit_per_sec', 'session_ms',
+  'entrants', 'drawn', 'next_number', 'draw_seed')
+local state = s[1]
 if not state then return {'no_event'} end
-
+local opens_at, session = tonumber(s[2]), tonumber(s[4])
 local customer, now = ARGV[1], tonumber(ARGV[2])
 
--- Already admitted and still shopping: joining again changes nothing.
+-- Already admitted and shopping: joining again changes nothing.
 local admitted_until = redis.call('ZSCORE', KEYS[3], customer)
-if admitted_until and tonumber(admitted_until) > now then
-  return {'admitted', admitted_until}
+if admitted_until and tonumber(admitted_until) > now then return {'admitted', admitted_until} end
+-- Admitted and not claimed yet: claiming starts the session.
+local offer = redis.call('ZSCORE', KEYS[5], customer)
+if offer and tonumber(offer) > now then
+  local expires = string.format('%.0f', now + session)
+  redis.call('ZREM', KEYS[5], customer)
+  redis.call('ZADD', KEYS[3], expires, customer)
+  return {'admitted', expires}
+end
+if state == 'closed' then return {'closed'} end
+
+local function waiting(number, newly_queued)
+  local admission = redis.call('HMGET', KEYS[4], 'serving', 'advance_rate')
+  return {'waiting', tostring(number), tostring(redis.call('ZRANK', KEYS[2], customer)),
+    tostring(newly_queued), admission[1] or '0', admission[2] or '', s[3], s[2]}
 end
 
-if state ~= 'open' then return {'closed'} end
+local number = redis.call('ZSCORE', KEYS[2], customer)
+if number then return waiting(number, 0) end
 
-local newly_queued = 0
-local position = redis.call('ZRANK', KEYS[2], customer)
-if not position then
-  if now < tonumber(opens_at_ms) then
-    -- Before opening: the pre-queue draw, a pure function of the event's secret seed and the
-    -- customer, so leaving and joining again lands on exactly the same score (trying again
-    -- cannot improve a place). The first 13 hex digits of the SHA-1 are a 52-bit integer, exact
-    -- in a double; negated and minus 1 it lies in [-2^52, -1], below every sequence number.
-    local seed = redis.call('HGET', KEYS[1], 'draw_seed')
-    if not seed then return {'no_draw_seed'} end
-    local draw = tonumber(string.sub(redis.sha1hex(seed .. '\n' .. customer), 1, 13), 16)
-    -- '%.0f' writes the integer in full (tostring would round it to 14 digits).
-    redis.call('ZADD', KEYS[2], 'NX', string.format('%.0f', -draw - 1), customer)
-    position = redis.call('ZRANK', KEYS[2], customer)
-  else
-    -- After: the next sequence number, so arrival order is kept even within one millisecond.
-    -- The newest sequence number is the highest score: the new entry is last.
-    redis.call('ZADD', KEYS[2], 'NX', redis.call('HINCRBY', KEYS[1], 'seq', 1), customer)
-    position = redis.call('ZCARD', KEYS[2]) - 1
+-- The pre-queue, until it closes: a join whose clock still says "before opening" but that
+-- arrives after an admitter closed it joins the queue after it (a set nobody draws would keep
+-- it waiting for ever).
+if now < opens_at and not s[5] then
+  return {'pre_queue', tostring(redis.call('SADD', KEYS[6], customer)), s[2], s[8] or ''}
+end
+
+-- The first step after opening closes the pre-queue: its entrants are set aside for the draw,
+-- and the numbers after theirs are for everyone who joins from now on.
+if not s[5] then
+  local entrants = redis.call('SCARD', KEYS[6])
+  if entrants > 0 then redis.call('RENAME', KEYS[6], KEYS[7]) end
+  redis.call('HSET', KEYS[1], 'entrants', entrants,
+    'next_number', math.max(tonumber(s[7]) or 0, entrants))
+  if entrants == 0 then
+    redis.call('HSET', KEYS[1], 'drawn', '1')
+    s[6] = '1'
   end
-  -- A lapsed admission is replaced by the new place in the queue.
-  if admitted_until then redis.call('ZREM', KEYS[3], customer) end
-  newly_queued = 1
+end
+-- An entrant of the closed pre-queue gets a number from the draw, not a new one; one who left
+-- while the draw runs and joins again is an entrant again (before opening, too, leaving and
+-- joining again keeps the place). KEYS[8] is the set of those who left.
+if not s[6] and redis.call('SISMEMBER', KEYS[7], customer) == 1 then
+  redis.call('SREM', KEYS[8], customer)
+  return {'pre_queue', '0', s[2], s[8] or ''}
 end
 
-local measured = redis.call('HGET', KEYS[4], 'measured_rate') or ''
-return {'waiting', tostring(position), tostring(newly_queued), measured, rate, opens_at_ms}
+number = redis.call('HINCRBY', KEYS[1], 'next_number', 1)
+redis.call('ZADD', KEYS[2], number, customer)
+-- A lapsed admission or offer is replaced by the new place in the queue.
+if admitted_until then redis.call('ZREM', KEYS[3], customer) end
+if offer then redis.call('ZREM', KEYS[5], customer) end
+return waiting(number, 1)

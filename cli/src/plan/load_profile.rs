@@ -1,0 +1,174 @@
+//! What the on-sale asks of each service, second by second: the crowd's actions (`crowd.rs`)
+//! priced in resources (`operations.rs`). Keeps, for every metric, its peak and when it came
+//! (each service peaks at its own moment: joins while the crowd arrives, status reads just
+//! before the opening, holds and payments while admissions run), and the on-sale's totals, which
+//! the costs are made of.
+
+use super::crowd::Crowd;
+use super::load::{Load, Metric};
+use super::on_sale::OnSale;
+use super::operations::{
+    Operations, REDIS_BYTES_PER_WAITING_CUSTOMER, SEAT_MAP_CACHE_SECONDS, SECRET_REFRESH_SECONDS,
+    SECRET_VERSIONS_READ, STATUS_CACHE_SECONDS,
+};
+use super::stack_defaults::Function;
+use super::status_polling::SHORTEST_INTERVAL_SECONDS;
+
+#[derive(Debug, Clone)]
+pub struct LoadProfile {
+    /// Each metric's largest amount per second.
+    pub peak: Load,
+    /// When each peak came, in seconds from the opening.
+    pub peak_at: Load,
+    /// Each metric over the whole on-sale.
+    pub total: Load,
+    /// Redis memory at its fullest.
+    pub peak_redis_bytes: f64,
+    /// Redis data stored over the on-sale, in GB-hours.
+    pub redis_gb_hours: f64,
+}
+
+pub fn profile(crowd: &Crowd, operations: &Operations, on_sale: &OnSale) -> LoadProfile {
+    let behaviour = &on_sale.behaviour;
+    let mut peak = Load::default();
+    let mut peak_at = Load::default();
+    let mut total = Load::default();
+    let mut peak_redis_bytes: f64 = 0.0;
+    let mut redis_gb_hours = 0.0;
+    let mut duration_seconds = 0.0;
+
+    for moment in &crowd.moments {
+        let mut second = Load::default();
+        second.add(&operations.join, moment.joins);
+        second.add(&operations.status_read, moment.status_reads);
+        if moment.queue_open {
+            second.add(&operations.status_origin_fetch, 1.0 / STATUS_CACHE_SECONDS);
+            second.add(&operations.queue_open_second, 1.0);
+        }
+        // Each draw chunk is fetched from the origin once (it never changes; Origin Shield
+        // collapses the edges' misses), while the pre-queue fetches its chunks.
+        second.add(&operations.draw_chunk_read, moment.draw_chunk_reads);
+        let chunk_fetches = moment
+            .draw_chunk_reads
+            .min(operations.draw_chunks / SHORTEST_INTERVAL_SECONDS);
+        second.add(&operations.draw_chunk_origin_fetch, chunk_fetches);
+
+        let admitted = moment.admissions;
+        let seat_maps = admitted * behaviour.seat_maps_per_admitted;
+        let payments = admitted * behaviour.pay_share;
+        second.add(&operations.claim, admitted);
+        second.add(&operations.seat_map_read, seat_maps);
+        second.add(&operations.hold, admitted * behaviour.holds_per_admitted);
+        second.add(
+            &operations.order_read,
+            admitted * behaviour.order_reads_per_admitted,
+        );
+        second.add(&operations.payment, payments);
+        second.add(&operations.ticket_message, payments);
+        second.add(
+            &operations.unpaid_order_end,
+            payments * behaviour.unpaid_orders_per_paid,
+        );
+        // Each warm hold instance reloads the map at most once per cache period, so the index
+        // sees the smaller of the reads and the instances' reloads.
+        let hold_instances = second[Metric::LambdaBusySeconds(Function::Hold)].ceil();
+        let reloads = seat_maps.min(hold_instances / SEAT_MAP_CACHE_SECONDS);
+        second.add(&operations.seat_map_reload, reloads);
+
+        peak.keep_larger(&second, moment.seconds_from_opening, &mut peak_at);
+        total.add(&second, moment.step_seconds);
+
+        let redis_bytes = (moment.waiting + moment.active) * REDIS_BYTES_PER_WAITING_CUSTOMER;
+        peak_redis_bytes = peak_redis_bytes.max(redis_bytes);
+        redis_gb_hours += redis_bytes / 1e9 * moment.step_seconds / 3_600.0;
+        duration_seconds += moment.step_seconds;
+    }
+
+    // Those still waiting when the queue closes read the status once more, and stop. The draw
+    // is written once, at the opening.
+    total.add(&operations.status_read, crowd.outcome.waiting_at_close);
+    if crowd.outcome.pre_queue > 0.0 {
+        total.add(&operations.draw_publication, 1.0);
+    }
+
+    // Each warm instance of a function holding secrets reads them at cold start and every
+    // 5 minutes; the peak concurrency is how many instances there were.
+    let reads_per_secret = SECRET_VERSIONS_READ * (1.0 + duration_seconds / SECRET_REFRESH_SECONDS);
+    total[Metric::SecretsCalls] += Function::ALL
+        .iter()
+        .map(|function| peak[Metric::LambdaBusySeconds(*function)].ceil() * function.secrets_read())
+        .sum::<f64>()
+        * reads_per_secret;
+
+    LoadProfile {
+        peak,
+        peak_at,
+        total,
+        peak_redis_bytes,
+        redis_gb_hours,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::crowd::simulate;
+    use crate::plan::load::Table;
+    use crate::plan::on_sale::tests::example;
+    use crate::plan::stack_defaults::Route;
+
+    fn profile_of(on_sale: &OnSale) -> LoadProfile {
+        profile(
+            &simulate(on_sale),
+            &Operations::for_on_sale(on_sale),
+            on_sale,
+        )
+    }
+
+    #[test]
+    fn joins_peak_at_the_arrival_rate_and_holds_at_the_admission_rate() {
+        let roomy = OnSale {
+            max_active: 1_000_000.0,
+            ..example()
+        };
+        let profile = profile_of(&roomy);
+        // 100,000 over 600 s.
+        let joins = profile.peak[Metric::RouteRequests(Route::Join)];
+        assert!((joins - 166.67).abs() < 0.01);
+        // 100 admitted a second × 2.1 holds; payments 100 × 0.85 straight to API Gateway.
+        assert!((profile.peak[Metric::RouteRequests(Route::Hold)] - 210.0).abs() < 1e-9);
+        assert!((profile.peak[Metric::RouteRequests(Route::Webhook)] - 85.0).abs() < 1e-9);
+        assert!(profile.peak_at[Metric::RouteRequests(Route::Hold)] >= 0.0);
+        // Every join is one Lambda invocation, over the whole on-sale.
+        assert!((profile.total[Metric::LambdaInvocations(Function::Join)] - 100_000.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn cloudfront_peaks_when_the_pre_queue_reads_every_five_seconds_at_the_opening() {
+        let profile = profile_of(&example());
+        // 50,000 pre-queue customers: 10,000 status reads and 10,000 draw chunk fetches a second, plus
+        // 166.7 joins, 100 claims, and the admitted customers' requests (310 seat maps, 210
+        // holds, 50 order reads) in the first second.
+        let peak = profile.peak[Metric::CloudFrontRequests];
+        // (and 85 payments, through CloudFront too).
+        let expected =
+            10_000.0 + 10_000.0 + 100_000.0 / 600.0 + 100.0 + 310.0 + 210.0 + 50.0 + 85.0;
+        assert!(
+            (peak - expected).abs() < 200.0,
+            "peak {peak}, expected about {expected}"
+        );
+        // During the draw's 5 seconds.
+        assert!((0.0..5.0).contains(&profile.peak_at[Metric::CloudFrontRequests]));
+    }
+
+    #[test]
+    fn seat_map_reloads_are_bounded_by_the_hold_instances() {
+        let profile = profile_of(&example());
+        let instances = profile.peak[Metric::LambdaBusySeconds(Function::Hold)].ceil();
+        let reload_units = Operations::for_on_sale(&example()).seat_map_reload
+            [Metric::ReadUnits(Table::SeatMapIndex)];
+        let reads = profile.peak[Metric::ReadUnits(Table::SeatMapIndex)];
+        assert!(reads <= instances / 2.0 * reload_units + 1e-6);
+        assert!(reads > 0.0);
+    }
+}

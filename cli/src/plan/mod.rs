@@ -1,0 +1,529 @@
+//! `lineup plan`: for the peak of an on-sale, the load on each AWS service beside its default
+//! quota (CloudFront, WAF, API Gateway, each function's Lambda concurrency, Redis ECPUs and
+//! memory, DynamoDB units per table and on the hottest key, SQS messages), what must be raised
+//! and to what, and the cost per million queued customers, service by service.
+//!
+//! The plan, as [`plan`] reads: describe the on-sale (`on_sale.rs`), walk its crowd through it
+//! second by second (`crowd.rs`), price each action in resources from what BENCHMARKS.md
+//! measured (`operations.rs`), keep each resource's peak and total (`load_profile.rs`), hold the
+//! peaks against the quotas and the template's defaults (`quota_check.rs`) and the totals against
+//! the prices (`cost.rs`); prices and quotas live in `aws_figures.json`, with their sources.
+
+mod aws_figures;
+mod cost;
+mod crowd;
+mod error;
+mod load;
+mod load_profile;
+mod on_sale;
+mod operations;
+mod quota_check;
+pub mod report;
+mod stack_defaults;
+mod status_polling;
+
+use std::time::Duration;
+
+pub use aws_figures::AwsFigures;
+pub use error::PlanError;
+use on_sale::{Behaviour, OnSale};
+use operations::Operations;
+use report::{OnSaleSummary, Plan, SaleSummary};
+
+/// `lineup plan` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PlanArgs {
+    /// Customers who join the queue.
+    #[arg(long)]
+    pub waiting: u64,
+    /// Seats on sale.
+    #[arg(long)]
+    pub seats: u64,
+    /// Admissions per second the event is configured for.
+    #[arg(long)]
+    pub rate: f64,
+    /// Admitted customers shopping at once, at most.
+    #[arg(long, default_value_t = 5_000)]
+    pub max_active: u64,
+    /// How long an admission lasts.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub session: Duration,
+    /// How long an admitted customer takes to pay or give up, on average (frees their slot).
+    #[arg(long, default_value = "3m", value_parser = humantime::parse_duration)]
+    pub shopping_time: Duration,
+    /// The customers arrive evenly over this long.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub arrival_window: Duration,
+    /// The queue opens this long after the first arrival (earlier arrivals are the pre-queue).
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    pub opens_after: Duration,
+    /// Seat-map reads per admitted customer (BENCHMARKS.md §8: 3.1).
+    #[arg(long, default_value_t = Behaviour::default().seat_maps_per_admitted)]
+    pub seat_maps_per_customer: f64,
+    /// Hold attempts per admitted customer, won or lost (BENCHMARKS.md §8: 2.1).
+    #[arg(long, default_value_t = Behaviour::default().holds_per_admitted)]
+    pub holds_per_customer: f64,
+    /// Order-status reads per admitted customer (BENCHMARKS.md §8: 0.5).
+    #[arg(long, default_value_t = Behaviour::default().order_reads_per_admitted)]
+    pub order_reads_per_customer: f64,
+    /// Share of admitted customers who pay, while seats last (BENCHMARKS.md §8: 0.86 of winning
+    /// holds).
+    #[arg(long, default_value_t = Behaviour::default().pay_share)]
+    pub pay_share: f64,
+    /// Orders ending unpaid per paid order (BENCHMARKS.md §8: 40 of 237).
+    #[arg(long, default_value_t = Behaviour::default().unpaid_orders_per_paid)]
+    pub unpaid_per_paid: f64,
+    /// Seats per order (BENCHMARKS.md §7: 1–4, evenly).
+    #[arg(long, default_value_t = Behaviour::default().seats_per_order)]
+    pub seats_per_order: f64,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl PlanArgs {
+    fn on_sale(&self) -> Result<OnSale, PlanError> {
+        let on_sale = OnSale {
+            waiting: self.waiting as f64,
+            seats: self.seats as f64,
+            admit_rate: self.rate,
+            max_active: self.max_active as f64,
+            session_seconds: self.session.as_secs_f64(),
+            shopping_seconds: self.shopping_time.as_secs_f64(),
+            arrival_window_seconds: self.arrival_window.as_secs_f64(),
+            opens_after_seconds: self.opens_after.as_secs_f64(),
+            behaviour: Behaviour {
+                seat_maps_per_admitted: self.seat_maps_per_customer,
+                holds_per_admitted: self.holds_per_customer,
+                order_reads_per_admitted: self.order_reads_per_customer,
+                pay_share: self.pay_share,
+                unpaid_orders_per_paid: self.unpaid_per_paid,
+                seats_per_order: self.seats_per_order,
+            },
+        };
+        let behaviour = &on_sale.behaviour;
+        let ratios = [
+            behaviour.seat_maps_per_admitted,
+            behaviour.holds_per_admitted,
+            behaviour.order_reads_per_admitted,
+            behaviour.unpaid_orders_per_paid,
+        ];
+        let problem = if !(1..=1_000_000_000).contains(&self.waiting) {
+            Some("--waiting must be between 1 and 1,000,000,000")
+        } else if self.seats == 0 {
+            Some("--seats must be at least 1")
+        } else if !(self.rate.is_finite() && self.rate >= 0.01) {
+            Some("--rate must be at least 0.01")
+        } else if self.max_active == 0 {
+            Some("--max-active must be at least 1")
+        } else if on_sale.session_seconds < 1.0 || on_sale.shopping_seconds < 1.0 {
+            Some("--session and --shopping-time must be at least 1s")
+        } else if on_sale.arrival_window_seconds < 1.0 {
+            Some("--arrival-window must be at least 1s")
+        } else if !(behaviour.pay_share > 0.0 && behaviour.pay_share <= 1.0) {
+            Some("--pay-share must be above 0 and at most 1")
+        } else if !(behaviour.seats_per_order >= 1.0 && behaviour.seats_per_order.is_finite()) {
+            Some("--seats-per-order must be at least 1")
+        } else if ratios
+            .iter()
+            .any(|ratio| !(ratio.is_finite() && *ratio >= 0.0))
+        {
+            Some("the per-customer ratios must be 0 or more")
+        } else {
+            None
+        };
+        match problem {
+            Some(problem) => Err(PlanError::InvalidArguments(problem.to_owned())),
+            None => Ok(on_sale),
+        }
+    }
+}
+
+/// Makes the plan and renders it as the arguments ask (text, or JSON with `--json`).
+pub fn run(args: &PlanArgs) -> Result<String, PlanError> {
+    let plan = plan(args)?;
+    if args.json {
+        plan.to_json().map_err(PlanError::Json)
+    } else {
+        Ok(plan.to_text())
+    }
+}
+
+pub fn plan(args: &PlanArgs) -> Result<Plan, PlanError> {
+    let on_sale = args.on_sale()?;
+    let figures = AwsFigures::load()?;
+    let operations = Operations::for_on_sale(&on_sale);
+    let crowd = crowd::simulate(&on_sale);
+    let profile = load_profile::profile(&crowd, &operations, &on_sale);
+    let checks = quota_check::checks(&profile, &figures, &operations);
+    let costs = cost::costs(&profile, &figures, on_sale.waiting);
+    let outcome = &crowd.outcome;
+
+    let flags = checks
+        .iter()
+        .filter(|check| check.verdict.is_flag())
+        .map(report::flag_sentence)
+        .collect();
+    let unverified = AwsFigures::unverified()?
+        .into_iter()
+        .map(|provenance| provenance.figure)
+        .collect();
+
+    Ok(Plan {
+        on_sale: OnSaleSummary {
+            waiting: on_sale.waiting,
+            seats: on_sale.seats,
+            admit_rate: on_sale.admit_rate,
+            max_active: on_sale.max_active,
+            session_seconds: on_sale.session_seconds,
+            shopping_seconds: on_sale.shopping_seconds,
+            arrival_window_seconds: on_sale.arrival_window_seconds,
+            opens_after_seconds: on_sale.opens_after_seconds,
+        },
+        sale: SaleSummary {
+            pre_queue: outcome.pre_queue,
+            sustainable_admit_rate: on_sale.sustainable_admit_rate(),
+            sold_out_after_seconds: outcome.sold_out_after_seconds,
+            queue_ended_after_seconds: outcome.ended_after_seconds,
+            admitted: outcome.admitted,
+            paid_orders: outcome.paid_orders,
+            never_admitted: outcome.never_admitted,
+            peak_waiting: outcome.peak_waiting,
+        },
+        checks,
+        flags,
+        costs,
+        region: figures.region.clone(),
+        assumptions: assumptions(&on_sale, &operations),
+        unverified,
+        notes: notes(&on_sale, &operations),
+    })
+}
+
+/// Warnings about the arguments, and about what the model cannot show as a peak.
+fn notes(on_sale: &OnSale, operations: &Operations) -> Vec<String> {
+    let mut notes = Vec::new();
+    let sustainable = on_sale.sustainable_admit_rate();
+    if sustainable < on_sale.admit_rate {
+        notes.push(format!(
+            "--rate {} is more than --max-active {} sustains with {} of shopping each: after \
+             the first slots fill, admission runs at {}/s (raise --max-active to {} for the full rate)",
+            report::number(on_sale.admit_rate),
+            report::count(on_sale.max_active),
+            report::duration(on_sale.shopping_seconds),
+            report::number(sustainable),
+            report::count((on_sale.admit_rate * on_sale.shopping_seconds).ceil()),
+        ));
+    }
+    let publication = operations.draw_publication[load::Metric::WriteUnits(load::Table::Events)];
+    if on_sale.pre_queue() > 0.0 {
+        notes.push(format!(
+            "Publishing the draw writes {} chunks ({} write units) under the event's one key: at a \
+             partition's 1,000 units a second that takes {} unless DynamoDB has split the key",
+            report::count(operations.draw_chunks),
+            report::count(publication),
+            report::duration(publication / 1_000.0),
+        ));
+    }
+    notes
+}
+
+/// What the plan takes for granted, in the words it is printed with.
+fn assumptions(on_sale: &OnSale, operations: &Operations) -> Vec<String> {
+    let behaviour = &on_sale.behaviour;
+    vec![
+        format!(
+            "Arrivals even over the window; the pre-queue ({}) learns its numbers at the draw \
+             from the published draw ({} chunks of {} bytes), one chunk per customer on their \
+             first status read after the opening.",
+            report::count(on_sale.pre_queue()),
+            report::count(operations.draw_chunks),
+            report::count(operations.draw_chunk_bytes),
+        ),
+        "Waiting customers read the public status through CloudFront every clamp(ETA/10, 5 s, \
+         300 s), ETA = distance / admission rate; before the opening the ETA is the time left, \
+         the same for everyone, so the whole pre-queue reads every 5 s in the last 50 s."
+            .to_owned(),
+        "The `status` function serves the status (cached 2 s behind Origin Shield: 0.5 origin \
+         requests a second) and the draw's chunks (immutable: each fetched from the origin once, \
+         during the 5 s the pre-queue fetches them)."
+            .to_owned(),
+        format!(
+            "Admission at min(rate, max-active / shopping time) = {}/s; a sell-out closes the \
+             queue within a minute (the sweep); those still waiting read once more and stop.",
+            report::number(on_sale.sustainable_admit_rate()),
+        ),
+        format!(
+            "Per admitted customer (BENCHMARKS.md §7, §8): {} seat-map reads, {} holds, {} \
+             order reads; {} pay while seats last, {} seats an order, {} orders end unpaid per \
+             paid one.",
+            behaviour.seat_maps_per_admitted,
+            behaviour.holds_per_admitted,
+            behaviour.order_reads_per_admitted,
+            behaviour.pay_share,
+            behaviour.seats_per_order,
+            behaviour.unpaid_orders_per_paid,
+        ),
+        format!(
+            "Redis ECPUs: a script costs its vCPU time relative to one ZADD, taken from \
+             BENCHMARKS.md §1's throughput ratios (measured before the new waiting room's \
+             scripts): join {:.2}, claim {:.2}, the hold's check {:.2}, the payment's leave \
+             {:.2}, the admit tick {:.2} per admission; a status read 1. Replies are under 1 KB. \
+             One event's keys share a slot: its ceiling is one engine thread.",
+            operations::join_script_ecpu(),
+            operations::standing_script_ecpu(),
+            operations::script_ecpu(1.0),
+            operations::script_ecpu(2.0),
+            operations::admit_tick_ecpu_per_admission(),
+        ),
+        "Lambda (arm64, 256 MB, template.yaml): durations are estimates, not measurements: join, \
+         claim, status 20 ms; a draw chunk 30 ms; seat map 30 ms + 1 µs a seat; hold 50 ms; \
+         order read 20 ms; payment 80 ms; 10 ms a ticket message; concurrency = requests/s × \
+         duration."
+            .to_owned(),
+        "DynamoDB units per BENCHMARKS.md §4: a hold 3n+5 writes (lost holds billed as if they \
+         wrote), a payment 1 read + 3n+7 writes, an unpaid order 2+2n; each warm hold instance \
+         reloads the seat map at most every 2 s (8 eventually consistent queries of 200 bytes a \
+         seat); index load spread evenly over the 8 keys."
+            .to_owned(),
+        format!(
+            "Sizes: the seat map {} bytes a seat uncompressed ({} MB for this venue); a status \
+             answer 600 bytes; other answers 700 bytes.",
+            operations::SEAT_MAP_BYTES_PER_SEAT,
+            report::number(operations.seat_map_response_bytes / 1_048_576.0),
+        ),
+        "Everything goes through CloudFront and the WAF, the payment webhook too; Bot Control \
+         (off by default) is counted, on the join, queue and seat routes. Free tiers and volume \
+         discounts are ignored; CloudWatch Logs and the Secrets Manager endpoint's hourly charge \
+         are not modelled."
+            .to_owned(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Command {
+        #[command(flatten)]
+        args: PlanArgs,
+    }
+
+    fn args(line: &[&str]) -> PlanArgs {
+        Command::try_parse_from(["plan"].iter().chain(line))
+            .expect("arguments parse")
+            .args
+    }
+
+    fn flagged(plan: &Plan, service: &str, figure_starts: &str) -> bool {
+        plan.checks.iter().any(|check| {
+            check.service == service
+                && check.figure.starts_with(figure_starts)
+                && check.verdict.is_flag()
+        })
+    }
+
+    #[test]
+    fn ten_million_waiting_flags_api_gateway_lambda_and_redis() {
+        let plan = plan(&args(&[
+            "--waiting",
+            "10000000",
+            "--seats",
+            "50000",
+            "--rate",
+            "100",
+            "--max-active",
+            "20000",
+        ]))
+        .unwrap();
+        // 10,000,000 joins over 10 minutes: 16,667 a second, above API Gateway's 10,000 and the
+        // join route's 1,500.
+        assert!(flagged(&plan, "API Gateway", "requests (account"));
+        assert!(flagged(
+            &plan,
+            "API Gateway",
+            "route POST /events/{eventId}/queue"
+        ));
+        // At 20 ms a join: 333 concurrent joins, above the 200 reserved.
+        assert!(flagged(&plan, "Lambda", "concurrency: join"));
+        // 16,667 joins × 3.54 ECPUs = 59,000 a second, above an empty cache's 30,000.
+        assert!(flagged(&plan, "ElastiCache", "ECPU an empty cache"));
+        // The 5,000,000 pre-queue reads every 5 s at the opening: a million a second.
+        assert!(flagged(&plan, "CloudFront", "requests"));
+        assert!(flagged(&plan, "WAF", "requests"));
+        assert!(!plan.flags.is_empty());
+        let join = plan
+            .checks
+            .iter()
+            .find(|check| check.figure == "requests (account, all routes)")
+            .unwrap();
+        assert!(join.peak > 16_666.0);
+        assert!(matches!(join.verdict, quota_check::Verdict::Raise { to, .. } if to >= 21_000.0));
+    }
+
+    #[test]
+    fn ten_thousand_waiting_in_a_small_venue_flags_nothing() {
+        let plan = plan(&args(&[
+            "--waiting",
+            "10000",
+            "--seats",
+            "2000",
+            "--rate",
+            "20",
+        ]))
+        .unwrap();
+        assert!(plan.flags.is_empty(), "flagged: {:#?}", plan.flags);
+        assert!(plan.sale.sold_out_after_seconds.is_some());
+    }
+
+    #[test]
+    fn the_json_output_has_the_plans_parts() {
+        let text = run(&args(&[
+            "--waiting",
+            "100000",
+            "--seats",
+            "50000",
+            "--rate",
+            "100",
+            "--json",
+        ]))
+        .unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for part in [
+            "onSale",
+            "sale",
+            "checks",
+            "flags",
+            "costs",
+            "assumptions",
+            "unverified",
+        ] {
+            assert!(json.get(part).is_some(), "no {part} in {json}");
+        }
+        assert_eq!(json["onSale"]["waiting"], 100_000.0);
+        let check = &json["checks"][0];
+        for field in [
+            "service",
+            "figure",
+            "unit",
+            "peak",
+            "atSeconds",
+            "limit",
+            "verdict",
+        ] {
+            assert!(check.get(field).is_some(), "no {field} in {check}");
+        }
+        assert!(check["verdict"]["kind"].is_string());
+        assert!(check["limit"]["source"]
+            .as_str()
+            .unwrap()
+            .contains("aws_figures.json"));
+        let services: Vec<&str> = json["costs"]["services"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|cost| cost["service"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            services,
+            [
+                "CloudFront",
+                "WAF",
+                "API Gateway",
+                "Lambda",
+                "ElastiCache",
+                "DynamoDB",
+                "SQS",
+                "Secrets Manager"
+            ]
+        );
+        assert!(json["costs"]["totalPerMillionQueued"].as_f64().unwrap() > 0.0);
+        assert!(json["unverified"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!(
+                "prices.cloudfront_https_requests_per_10k"
+            )));
+    }
+
+    #[test]
+    fn the_text_output_names_every_service_and_the_cost() {
+        let text = run(&args(&[
+            "--waiting",
+            "100000",
+            "--seats",
+            "50000",
+            "--rate",
+            "25",
+        ]))
+        .unwrap();
+        for service in [
+            "CloudFront",
+            "WAF",
+            "API Gateway",
+            "Lambda",
+            "ElastiCache",
+            "DynamoDB",
+            "SQS",
+        ] {
+            assert!(
+                text.contains(&format!("\n{service}\n")),
+                "no {service} table"
+            );
+        }
+        assert!(text.contains("per million"));
+        assert!(text.contains("Unverified figures"));
+    }
+
+    #[test]
+    fn nonsense_arguments_are_refused() {
+        for line in [
+            &["--waiting", "0", "--seats", "10", "--rate", "1"][..],
+            &["--waiting", "10", "--seats", "0", "--rate", "1"],
+            &["--waiting", "10", "--seats", "10", "--rate", "0"],
+            &[
+                "--waiting",
+                "10",
+                "--seats",
+                "10",
+                "--rate",
+                "1",
+                "--pay-share",
+                "1.5",
+            ],
+            &[
+                "--waiting",
+                "10",
+                "--seats",
+                "10",
+                "--rate",
+                "1",
+                "--seats-per-order",
+                "0.5",
+            ],
+        ] {
+            assert!(
+                matches!(plan(&args(line)), Err(PlanError::InvalidArguments(_))),
+                "{line:?} was accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn a_rate_the_active_cap_cannot_sustain_is_noted() {
+        let plan = plan(&args(&[
+            "--waiting",
+            "100000",
+            "--seats",
+            "50000",
+            "--rate",
+            "100",
+        ]))
+        .unwrap();
+        assert!(plan.notes[0].contains("27.8/s"), "{}", plan.notes[0]);
+        assert!(plan.notes[0].contains("18,000"), "{}", plan.notes[0]);
+    }
+}

@@ -1,0 +1,226 @@
+//! What `template.yaml` deploys by default that a plan must fit in: each function's memory and
+//! reserved concurrency, and each route's throttle. A plan that needs more says which parameter
+//! to raise. A test holds these to the template, so the plan cannot drift from the stack.
+
+use serde::Serialize;
+
+/// The stack's Lambda functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Function {
+    Join,
+    Poll,
+    Hold,
+    Confirm,
+    Admit,
+    Expire,
+    OutboxStream,
+    Status,
+}
+
+impl Function {
+    pub const ALL: [Function; 8] = [
+        Function::Join,
+        Function::Poll,
+        Function::Hold,
+        Function::Confirm,
+        Function::Admit,
+        Function::Expire,
+        Function::OutboxStream,
+        Function::Status,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Function::Join => "join",
+            Function::Poll => "poll",
+            Function::Hold => "hold",
+            Function::Confirm => "confirm",
+            Function::Admit => "admit",
+            Function::Expire => "expire",
+            Function::OutboxStream => "outbox-stream",
+            Function::Status => "status",
+        }
+    }
+
+    /// The template parameter holding its reserved concurrency.
+    pub fn concurrency_parameter(self) -> &'static str {
+        match self {
+            Function::Join => "JoinConcurrency",
+            Function::Poll => "PollConcurrency",
+            Function::Hold => "HoldConcurrency",
+            Function::Confirm => "ConfirmConcurrency",
+            Function::Admit => "AdmitConcurrency",
+            Function::Expire => "ExpireConcurrency",
+            Function::OutboxStream => "OutboxStreamConcurrency",
+            Function::Status => "StatusConcurrency",
+        }
+    }
+
+    /// Its reserved concurrency by default.
+    pub fn reserved_concurrency(self) -> f64 {
+        match self {
+            Function::Join => 200.0,
+            Function::Poll => 300.0,
+            Function::Hold => 250.0,
+            Function::Confirm => 50.0,
+            Function::Admit => 2.0,
+            Function::Expire => 2.0,
+            Function::OutboxStream => 10.0,
+            Function::Status => 20.0,
+        }
+    }
+
+    /// Secrets each instance reads (every HTTP function checks CloudFront's origin secret; join,
+    /// poll and hold also read the signing key, confirm the webhook secret).
+    pub fn secrets_read(self) -> f64 {
+        match self {
+            Function::Join | Function::Poll | Function::Hold | Function::Confirm => 2.0,
+            Function::Status => 1.0,
+            Function::Admit | Function::Expire | Function::OutboxStream => 0.0,
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Its memory: the template's `Globals: Function: MemorySize`, but `admit`'s own (the
+    /// pre-queue draw holds every entrant in memory).
+    pub fn memory_mb(self) -> f64 {
+        match self {
+            Function::Admit => ADMIT_MEMORY_MB,
+            _ => FUNCTION_MEMORY_MB,
+        }
+    }
+}
+
+/// Every function's memory but `admit`'s (the template's `Globals: Function: MemorySize`).
+pub const FUNCTION_MEMORY_MB: f64 = 256.0;
+/// `admit`'s memory (`AdmitFunction`'s `MemorySize`).
+pub const ADMIT_MEMORY_MB: f64 = 1024.0;
+
+/// The routes a waiting-room customer, an admitted shopper or the payment provider calls
+/// (through CloudFront: docs/decisions/0015-cloudfront-and-waf-in-front.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Route {
+    Join,
+    Claim,
+    Status,
+    DrawChunk,
+    SeatMap,
+    Hold,
+    OrderStatus,
+    Webhook,
+}
+
+impl Route {
+    pub const ALL: [Route; 8] = [
+        Route::Join,
+        Route::Claim,
+        Route::Status,
+        Route::DrawChunk,
+        Route::SeatMap,
+        Route::Hold,
+        Route::OrderStatus,
+        Route::Webhook,
+    ];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Route::Join => "POST /events/{eventId}/queue",
+            Route::Claim => "GET /events/{eventId}/queue/{queueId}",
+            Route::Status => "GET /events/{eventId}/status",
+            Route::DrawChunk => "GET /events/{eventId}/draw/{prefix}",
+            Route::SeatMap => "GET /events/{eventId}/seats",
+            Route::Hold => "POST /events/{eventId}/holds",
+            Route::OrderStatus => "GET /orders/{orderId}",
+            Route::Webhook => "POST /orders/{orderId}/confirm",
+        }
+    }
+
+    /// The template parameter for its throttle and the throttle's default, requests per second
+    /// (`None` for a route the template would not throttle).
+    pub fn throttle(self) -> Option<(&'static str, f64)> {
+        match self {
+            Route::Join => Some(("JoinRouteRateLimit", 1_500.0)),
+            Route::Claim => Some(("PollRouteRateLimit", 2_000.0)),
+            Route::SeatMap | Route::Hold | Route::OrderStatus => {
+                Some(("HoldRouteRateLimit", 500.0))
+            }
+            Route::Webhook => Some(("WebhookRouteRateLimit", 2_000.0)),
+            Route::Status | Route::DrawChunk => Some(("StatusRouteRateLimit", 100.0)),
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template() -> String {
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
+            .expect("template.yaml is beside the workspace")
+    }
+
+    /// The `Default:` under `  <parameter>:` in the template's Parameters.
+    fn parameter_default(template: &str, parameter: &str) -> f64 {
+        let header = format!("\n  {parameter}:\n");
+        let start = template
+            .find(&header)
+            .unwrap_or_else(|| panic!("{parameter} is not a template parameter"));
+        let rest = &template[start + header.len()..];
+        let line = rest
+            .lines()
+            .take_while(|line| line.starts_with("    "))
+            .find_map(|line| line.trim().strip_prefix("Default:"))
+            .unwrap_or_else(|| panic!("{parameter} has no default"));
+        line.trim().parse().unwrap()
+    }
+
+    #[test]
+    fn reserved_concurrency_and_route_throttles_are_the_templates_defaults() {
+        let template = template();
+        for function in Function::ALL {
+            assert_eq!(
+                parameter_default(&template, function.concurrency_parameter()),
+                function.reserved_concurrency(),
+                "{}",
+                function.name()
+            );
+        }
+        for route in Route::ALL {
+            if let Some((parameter, rate)) = route.throttle() {
+                assert_eq!(parameter_default(&template, parameter), rate, "{parameter}");
+                assert!(
+                    template.contains(&format!("\"{}\":", route.key())),
+                    "{} has no RouteSettings entry",
+                    route.key()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_function_has_the_global_memory_size_but_admit() {
+        let template = template();
+        let sizes: Vec<&str> = template
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix("MemorySize:"))
+            .map(str::trim)
+            .collect();
+        assert_eq!(
+            sizes,
+            [FUNCTION_MEMORY_MB.to_string(), ADMIT_MEMORY_MB.to_string()],
+            "the global size, then AdmitFunction's own"
+        );
+        let admit = template.split("  AdmitFunction:").nth(1).unwrap();
+        let admit = admit.split("\n  HoldFunction:").next().unwrap();
+        assert!(admit.contains(&format!("MemorySize: {ADMIT_MEMORY_MB}")));
+    }
+}

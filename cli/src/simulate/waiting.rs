@@ -1,0 +1,738 @@
+//! A customer's wait, as the waiting-room protocol has a client wait: read the public status
+//! through the CDN at the pace it sets (5 s near the front, up to 5 minutes far back), find a
+//! pre-queue number in the published draw, and go to the origin only to claim, once, when the
+//! number is called (and once after a cache loss the status announces, if the ticket predates
+//! it: that poll puts the customer back). What the customer was told on the way (each ETA, when
+//! its number was called, the statuses it read) is kept for the report and the order check.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use lineup::clock::{from_unix_millis, parse_rfc3339};
+use lineup::status::{EventStatus, PublicState};
+use rand::rngs::StdRng;
+use rand::RngExt;
+use tokio::sync::watch;
+
+use super::api_client::{Api, CallError, NumberedPlace, PreQueuePlace, Standing};
+use super::customer::Outcome;
+use super::persona::Patience;
+
+/// The longest a pre-queue entrant waits, at random, between seeing the draw published and
+/// fetching its chunk, so that a big pre-queue does not fetch all at once. At most a quarter of
+/// the claim window too: the first numbers are called as soon as the draw is in, and their
+/// holders must still learn them and claim in time.
+pub const CHUNK_FETCH_SPREAD: Duration = Duration::from_secs(10);
+
+/// How often a customer asks the origin while its answer contradicts the published status or
+/// draw (a called number told to wait; an entrant the draw does not list told it is still in the
+/// pre-queue), before giving up. It never should: the order check reports each time.
+const CLAIM_ATTEMPTS: u32 = 3;
+
+/// What a customer was told while waiting.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WaitLog {
+    /// Joined before opening: learnt its number from the published draw.
+    pub pre_queue: bool,
+    /// The queue number, once known.
+    pub number: Option<u64>,
+    /// Every admission time predicted while the number was not called yet, in order: the
+    /// origin's answer (join or poll) when it carried a number, then one per status read.
+    pub predictions: Vec<Prediction>,
+    /// When the customer saw its number called: the first status read showing it, or the claim
+    /// that said `admitted` without one.
+    pub called_at: Option<Instant>,
+    /// Status reads (through the CDN).
+    pub status_reads: u32,
+    /// Draw chunks fetched (through the CDN).
+    pub chunk_reads: u32,
+    /// Polls of the origin after the join: claims, and polls on doubt.
+    pub origin_polls: u32,
+    /// The statuses read, as (`updatedAt`, `servingUpTo`), in the order read (the CDN's same copy
+    /// read again is kept once).
+    pub statuses: Vec<(SystemTime, u64)>,
+    /// Claims answered `waiting` after a status showed the number called.
+    pub passed_over: u32,
+    /// Polls answered "still in the pre-queue" after the published draw did not list it.
+    pub left_out_of_draw: u32,
+    /// The restore (the status's `restoredAt`) this customer last polled for.
+    pub restore_answered: Option<String>,
+}
+
+/// One predicted admission time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prediction {
+    pub made_at: Instant,
+    pub admission_at: Instant,
+    pub source: PredictionSource,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PredictionSource {
+    /// The `etaSeconds` of the origin's answer (join or poll).
+    Answer,
+    /// `EventStatus::eta` of a status read.
+    Status,
+}
+
+impl WaitLog {
+    fn predict(&mut self, made_at: Instant, eta: Duration, source: PredictionSource) {
+        self.predictions.push(Prediction {
+            made_at,
+            admission_at: made_at + eta,
+            source,
+        });
+    }
+
+    fn saw(&mut self, status: &EventStatus) {
+        self.status_reads += 1;
+        if let Some(updated_at) = parse_rfc3339(&status.updated_at) {
+            let seen = (updated_at, status.serving_up_to);
+            if self.statuses.last() != Some(&seen) {
+                self.statuses.push(seen);
+            }
+        }
+    }
+
+    /// An origin answer with a number: an ETA to keep, unless the number was called already.
+    fn answered(&mut self, place: &NumberedPlace, at: Instant) {
+        self.number = Some(place.number);
+        if self.called_at.is_none() && place.serving_up_to < place.number {
+            self.predict(at, place.eta, PredictionSource::Answer);
+        }
+    }
+}
+
+/// How the wait ended.
+pub enum Waited {
+    Admitted {
+        queue_id: String,
+        access_token: String,
+    },
+    Over(Outcome),
+}
+
+/// One stage of the wait done: what comes next.
+enum Step {
+    Next(Standing),
+    Over(Outcome),
+}
+
+/// Whether the sale is over for those still waiting.
+fn is_over(status: &EventStatus) -> bool {
+    matches!(status.state, PublicState::Closed | PublicState::SoldOut)
+}
+
+/// When a ticket (`<number>.<issued ms>.<mac>`) was issued, if it says.
+fn ticket_issued_at(queue_id: &str) -> Option<SystemTime> {
+    let millis = queue_id.split('.').nth(1)?.parse().ok()?;
+    Some(from_unix_millis(millis))
+}
+
+impl WaitLog {
+    /// Whether the status announces a restore this customer must answer with one poll: the
+    /// cache lost the event after its ticket was issued (or either time is unreadable), and it
+    /// has not polled for this restore yet.
+    fn restore_to_answer(&self, status: &EventStatus, queue_id: &str) -> bool {
+        let Some(restored_at) = &status.restored_at else {
+            return false;
+        };
+        if self.restore_answered.as_ref() == Some(restored_at) {
+            return false;
+        }
+        match (ticket_issued_at(queue_id), parse_rfc3339(restored_at)) {
+            (Some(issued), Some(restored)) => issued < restored,
+            _ => true,
+        }
+    }
+}
+
+/// One customer waiting.
+pub struct Waiter<'a> {
+    pub api: &'a Api,
+    pub event: &'a str,
+    pub jwt: &'a str,
+    pub patience: Patience,
+    pub rng: &'a mut StdRng,
+    /// Set by the first customer to read that the sale is over: the others read the status at
+    /// once instead of sleeping out their interval (a far-back customer's is up to 5 minutes),
+    /// so the run ends when the sale does. Their read still goes through the CDN.
+    pub sale_over: &'a watch::Sender<bool>,
+    pub log: &'a mut WaitLog,
+}
+
+impl Waiter<'_> {
+    /// Waits from what the join answered (at `joined_at`) until admitted or the wait is over.
+    pub async fn wait(
+        &mut self,
+        joined: Standing,
+        joined_at: Instant,
+    ) -> Result<Waited, CallError> {
+        if let Standing::Numbered(place) = &joined {
+            self.log.answered(place, joined_at);
+        }
+        let mut standing = joined;
+        loop {
+            let step = match standing {
+                Standing::Admitted {
+                    queue_id,
+                    access_token,
+                } => {
+                    self.log.called_at.get_or_insert_with(Instant::now);
+                    return Ok(Waited::Admitted {
+                        queue_id,
+                        access_token,
+                    });
+                }
+                Standing::Expired => Step::Over(Outcome::AdmissionExpired),
+                Standing::Closed => Step::Over(Outcome::ClosedWhileWaiting),
+                Standing::PreQueue(place) => self.until_numbered(place).await?,
+                Standing::Numbered(place) => self.until_called(place).await?,
+            };
+            standing = match step {
+                Step::Next(standing) => standing,
+                Step::Over(outcome) => return Ok(Waited::Over(outcome)),
+            };
+        }
+    }
+
+    /// In the pre-queue: reads the status (paced by the opening) until the draw is published,
+    /// then finds the number in its chunk. Only if the chunk does not list the entrant does it
+    /// ask the origin, whose word decides (a customer who left is not listed, nor is one the
+    /// draw left out: the order check reports those).
+    async fn until_numbered(&mut self, place: PreQueuePlace) -> Result<Step, CallError> {
+        self.log.pre_queue = true;
+        let mut read_after = place.read_status_after;
+        let mut looked_up = false;
+        loop {
+            if let Some(outcome) = self.out_of_patience(&place.queue_id).await? {
+                return Ok(Step::Over(outcome));
+            }
+            self.sleep(read_after).await;
+            let status = self.read_status().await?;
+            if self.log.restore_to_answer(&status, &place.queue_id) {
+                return self.answer_restore(&status, &place.queue_id).await;
+            }
+            if is_over(&status) {
+                return Ok(Step::Over(Outcome::ClosedWhileWaiting));
+            }
+            let (true, Some(prefix_length)) = (status.draw.published, status.draw.prefix_length)
+            else {
+                // No number yet (0 stands for none): paced by the opening, then every 5 s until
+                // the draw is out, in its first seconds.
+                read_after = status.next_read(0, SystemTime::now());
+                continue;
+            };
+            // A published chunk never changes: it is fetched once.
+            if !looked_up {
+                looked_up = true;
+                self.spread_chunk_fetch(&status).await;
+                if let Some(number) = self.number_in_draw(&place.entrant, prefix_length).await? {
+                    // The held ticket (number 0) claims as well as one stating the number: the
+                    // claim's answer carries the new one. The status is read again at once.
+                    self.log.number = Some(number);
+                    return Ok(Step::Next(Standing::Numbered(NumberedPlace {
+                        queue_id: place.queue_id,
+                        number,
+                        serving_up_to: 0,
+                        eta: Duration::ZERO,
+                        read_status_after: Duration::ZERO,
+                    })));
+                }
+            }
+            read_after = match self.ask_origin(&place.queue_id).await? {
+                Step::Next(Standing::PreQueue(again)) => again.read_status_after,
+                step => return Ok(step),
+            };
+            // Still in the pre-queue by the origin's word, and not in the published draw.
+            self.log.left_out_of_draw += 1;
+            if self.log.left_out_of_draw >= CLAIM_ATTEMPTS {
+                return Ok(Step::Over(Outcome::LeftOutOfDraw));
+            }
+        }
+    }
+
+    /// A random pause of 0 to [`CHUNK_FETCH_SPREAD`] (at most a quarter of the claim window).
+    async fn spread_chunk_fetch(&mut self, status: &EventStatus) {
+        let most = CHUNK_FETCH_SPREAD.min(Duration::from_secs(status.claim_window_seconds) / 4);
+        let pause = Duration::from_millis(self.rng.random_range(0..=most.as_millis() as u64));
+        tokio::time::sleep(pause).await;
+    }
+
+    /// The entrant's number as its chunk of the published draw lists it (`None`: not listed).
+    async fn number_in_draw(
+        &mut self,
+        entrant: &str,
+        prefix_length: usize,
+    ) -> Result<Option<u64>, CallError> {
+        let Some(prefix) = entrant.get(..prefix_length) else {
+            return Ok(None);
+        };
+        self.log.chunk_reads += 1;
+        let chunk = self.api.draw_chunk(self.event, prefix).await?;
+        Ok(chunk
+            .entries
+            .iter()
+            .find(|(listed, _)| listed == entrant)
+            .map(|(_, number)| *number))
+    }
+
+    /// With a number: reads the status at the pace it sets, predicting the admission each time,
+    /// until the number is called; then claims.
+    async fn until_called(&mut self, mut place: NumberedPlace) -> Result<Step, CallError> {
+        self.log.number = Some(place.number);
+        let mut read_after = place.read_status_after;
+        loop {
+            if let Some(outcome) = self.out_of_patience(&place.queue_id).await? {
+                return Ok(Step::Over(outcome));
+            }
+            self.sleep(read_after).await;
+            let status = self.read_status().await?;
+            let read_at = Instant::now();
+            if self.log.restore_to_answer(&status, &place.queue_id) {
+                return self.answer_restore(&status, &place.queue_id).await;
+            }
+            if status.serving_up_to >= place.number {
+                self.log.called_at.get_or_insert(read_at);
+                // Told to wait on although called: the order check reports it.
+                read_after = match self.ask_origin(&place.queue_id).await? {
+                    Step::Next(Standing::Numbered(again)) => {
+                        let after = again.read_status_after;
+                        place = again;
+                        after
+                    }
+                    Step::Next(Standing::PreQueue(again)) => again.read_status_after,
+                    step => return Ok(step),
+                };
+                self.log.passed_over += 1;
+                if self.log.passed_over >= CLAIM_ATTEMPTS {
+                    return Ok(Step::Over(Outcome::PassedOver));
+                }
+                continue;
+            }
+            if is_over(&status) {
+                return Ok(Step::Over(Outcome::ClosedWhileWaiting));
+            }
+            self.log
+                .predict(read_at, status.eta(place.number), PredictionSource::Status);
+            read_after = status.next_read(place.number, SystemTime::now());
+        }
+    }
+
+    /// The one poll after a restore: it puts the customer back (or claims, if called meanwhile),
+    /// and its answer says where they stand now.
+    async fn answer_restore(
+        &mut self,
+        status: &EventStatus,
+        queue_id: &str,
+    ) -> Result<Step, CallError> {
+        self.log.restore_answered = status.restored_at.clone();
+        if status.serving_up_to >= self.log.number.unwrap_or(u64::MAX) {
+            self.log.called_at.get_or_insert_with(Instant::now);
+        }
+        self.ask_origin(queue_id).await
+    }
+
+    /// One poll of the origin: the claim, or a question on doubt.
+    async fn ask_origin(&mut self, queue_id: &str) -> Result<Step, CallError> {
+        self.log.origin_polls += 1;
+        let asked_at = Instant::now();
+        Ok(match self.api.poll(self.jwt, self.event, queue_id).await? {
+            Some(Standing::Numbered(place)) => {
+                self.log.answered(&place, asked_at);
+                Step::Next(Standing::Numbered(place))
+            }
+            Some(standing) => Step::Next(standing),
+            None => Step::Over(Outcome::EntryLost),
+        })
+    }
+
+    async fn read_status(&mut self) -> Result<EventStatus, CallError> {
+        let status = self.api.status(self.event).await?;
+        self.log.saw(&status);
+        if is_over(&status) {
+            self.sale_over.send_replace(true);
+        }
+        Ok(status)
+    }
+
+    /// Sleeps `how_long`, or less if the sale is over.
+    async fn sleep(&self, how_long: Duration) {
+        let mut over = self.sale_over.subscribe();
+        tokio::select! {
+            () = tokio::time::sleep(how_long) => {}
+            _ = over.wait_for(|over| *over) => {}
+        }
+    }
+
+    /// Leaves (`DELETE`) or vanishes once the persona's patience, counted in status reads, is
+    /// spent.
+    async fn out_of_patience(&mut self, queue_id: &str) -> Result<Option<Outcome>, CallError> {
+        let reads = self.log.status_reads;
+        Ok(match self.patience {
+            Patience::LeavesAfter(n) if reads >= n => {
+                self.api.leave(self.jwt, self.event, queue_id).await?;
+                Some(Outcome::LeftWhileWaiting)
+            }
+            Patience::VanishesAfter(n) if reads >= n => Some(Outcome::VanishedWhileWaiting),
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::sync::{Arc, Mutex};
+
+    use axum::extract::State;
+    use axum::http::{Method, StatusCode, Uri};
+    use axum::response::{IntoResponse, Response};
+    use rand::SeedableRng;
+    use serde_json::{json, Value};
+
+    use super::super::latency::LatencyRecorder;
+    use super::*;
+
+    const ENTRANT: &str = "ab0123456789abcdef0123456789abcd";
+
+    /// A stand-in for the API: canned statuses (the last one repeats), one draw chunk, canned
+    /// poll answers (the last one repeats); it records every request it got.
+    #[derive(Default)]
+    struct FakeApi {
+        statuses: VecDeque<Value>,
+        chunk: Value,
+        polls: VecDeque<Value>,
+        asked: Vec<String>,
+    }
+
+    fn next(answers: &mut VecDeque<Value>) -> Value {
+        if answers.len() > 1 {
+            answers.pop_front().unwrap_or_default()
+        } else {
+            answers.front().cloned().unwrap_or_default()
+        }
+    }
+
+    async fn answer(State(fake): State<Arc<Mutex<FakeApi>>>, method: Method, uri: Uri) -> Response {
+        let mut fake = fake.lock().unwrap();
+        let path = uri.path().to_owned();
+        fake.asked.push(format!("{method} {path}"));
+        let json = |body: Value| ([("Retry-After", "0")], axum::Json(body)).into_response();
+        match (method, path.rsplit('/').nth(1)) {
+            (Method::GET, _) if path.ends_with("/status") => json(next(&mut fake.statuses)),
+            (Method::GET, Some("draw")) => json(fake.chunk.clone()),
+            (Method::GET, Some("queue")) => json(next(&mut fake.polls)),
+            (Method::DELETE, Some("queue")) => StatusCode::NO_CONTENT.into_response(),
+            _ => StatusCode::NOT_FOUND.into_response(),
+        }
+    }
+
+    /// A status as the public route serves it. A claim window of 0 makes the chunk fetch's
+    /// random pause 0.
+    fn status_json(state: &str, serving: u64, published: bool) -> Value {
+        json!({
+            "eventId": "sim-1", "state": state, "opensAt": "2026-12-01T10:00:00Z",
+            "servingUpTo": serving, "advancePerSecond": 2.0, "advanceMeasured": true,
+            "lastNumber": 900, "waiting": 500, "claimWindowSeconds": 0,
+            "draw": {"commitment": "c", "published": published, "prefixLength": 1},
+            "updatedAt": format!("2026-12-01T10:00:{:02}Z", serving % 60),
+        })
+    }
+
+    /// Runs one customer's wait against the fake, from `joined`. The sale is marked over from
+    /// the start, which only skips the pauses between reads: the waits take no time.
+    async fn wait_against(
+        fake: FakeApi,
+        patience: Patience,
+        joined: Standing,
+    ) -> (Waited, WaitLog, Vec<String>) {
+        let fake = Arc::new(Mutex::new(fake));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let app = axum::Router::new()
+            .fallback(answer)
+            .with_state(Arc::clone(&fake));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let api = Api::new(&base, 2, Arc::new(LatencyRecorder::default())).unwrap();
+        let (sale_over, _) = watch::channel(true);
+        let mut rng = StdRng::seed_from_u64(7);
+        let mut log = WaitLog::default();
+        let waited = Waiter {
+            api: &api,
+            event: "sim-1",
+            jwt: "jwt",
+            patience,
+            rng: &mut rng,
+            sale_over: &sale_over,
+            log: &mut log,
+        }
+        .wait(joined, Instant::now())
+        .await
+        .unwrap();
+        let asked = fake.lock().unwrap().asked.clone();
+        (waited, log, asked)
+    }
+
+    fn pre_queue() -> Standing {
+        Standing::PreQueue(PreQueuePlace {
+            queue_id: "0.1.mac".into(),
+            entrant: ENTRANT.into(),
+            read_status_after: Duration::ZERO,
+        })
+    }
+
+    fn numbered(number: u64) -> Standing {
+        Standing::Numbered(NumberedPlace {
+            queue_id: format!("{number}.1.mac"),
+            number,
+            serving_up_to: 0,
+            eta: Duration::from_secs(4),
+            read_status_after: Duration::ZERO,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_pre_queue_entrant_finds_its_number_in_the_draw_and_claims_once() {
+        let fake = FakeApi {
+            statuses: VecDeque::from([
+                status_json("pre_queue", 0, false),
+                status_json("open", 0, true),
+                status_json("open", 1, true),
+                status_json("open", 5, true),
+            ]),
+            chunk: json!({"prefix": "a", "entries": [[ENTRANT, 3], ["a9", 1]]}),
+            polls: VecDeque::from([
+                json!({"status": "admitted", "queueId": "3.1.mac", "accessToken": "t", "expiresAt": "x"}),
+            ]),
+            ..FakeApi::default()
+        };
+        let (waited, log, asked) = wait_against(fake, Patience::Patient, pre_queue()).await;
+        let Waited::Admitted { queue_id, .. } = waited else {
+            panic!("not admitted");
+        };
+        assert_eq!(queue_id, "3.1.mac", "the claim's ticket is kept");
+        assert!(log.pre_queue);
+        assert_eq!(log.number, Some(3));
+        assert_eq!(
+            (log.status_reads, log.chunk_reads, log.origin_polls),
+            (4, 1, 1)
+        );
+        assert!(log.called_at.is_some());
+        // One ETA: the read with 2 numbers to go, at 2 a second.
+        assert_eq!(log.predictions.len(), 1);
+        let prediction = log.predictions[0];
+        assert_eq!(prediction.source, PredictionSource::Status);
+        assert_eq!(
+            prediction.admission_at - prediction.made_at,
+            Duration::from_secs(1)
+        );
+        // The chunk named by the entrant's first digit, and one claim with the held ticket.
+        assert!(
+            asked.contains(&"GET /events/sim-1/draw/a".to_owned()),
+            "{asked:?}"
+        );
+        let origin: Vec<&String> = asked.iter().filter(|a| a.contains("/queue")).collect();
+        assert_eq!(origin, ["GET /events/sim-1/queue/0.1.mac"]);
+    }
+
+    #[tokio::test]
+    async fn an_entrant_the_draw_does_not_list_asks_the_origin_and_gives_up_on_its_word() {
+        let fake = FakeApi {
+            statuses: VecDeque::from([status_json("open", 0, true)]),
+            chunk: json!({"prefix": "a", "entries": [["a9", 1]]}),
+            polls: VecDeque::from([json!({
+                "status": "waiting", "queueId": "0.1.mac", "entrant": ENTRANT, "etaSeconds": 0,
+            })]),
+            ..FakeApi::default()
+        };
+        let (waited, log, asked) = wait_against(fake, Patience::Patient, pre_queue()).await;
+        assert!(matches!(waited, Waited::Over(Outcome::LeftOutOfDraw)));
+        // The immutable chunk is fetched once; the origin asked each time after.
+        assert_eq!((log.chunk_reads, log.origin_polls), (1, CLAIM_ATTEMPTS));
+        assert_eq!(log.left_out_of_draw, CLAIM_ATTEMPTS);
+        assert_eq!(asked.iter().filter(|a| a.contains("/draw/")).count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_called_number_told_to_wait_is_passed_over() {
+        let fake = FakeApi {
+            statuses: VecDeque::from([status_json("open", 5, true)]),
+            polls: VecDeque::from([json!({
+                "status": "waiting", "queueId": "3.1.mac", "number": 3, "servingUpTo": 2,
+                "etaSeconds": 1,
+            })]),
+            ..FakeApi::default()
+        };
+        let (waited, log, _) = wait_against(fake, Patience::Patient, numbered(3)).await;
+        assert!(matches!(waited, Waited::Over(Outcome::PassedOver)));
+        assert_eq!(
+            (log.passed_over, log.origin_polls),
+            (CLAIM_ATTEMPTS, CLAIM_ATTEMPTS)
+        );
+        // The join's ETA is kept; the answers after the call are no predictions.
+        assert_eq!(log.predictions.len(), 1);
+        assert_eq!(log.predictions[0].source, PredictionSource::Answer);
+    }
+
+    #[tokio::test]
+    async fn a_sold_out_status_ends_the_wait_without_asking_the_origin() {
+        let fake = FakeApi {
+            statuses: VecDeque::from([
+                status_json("open", 1, false),
+                status_json("sold_out", 2, false),
+            ]),
+            ..FakeApi::default()
+        };
+        let (waited, log, asked) = wait_against(fake, Patience::Patient, numbered(9)).await;
+        assert!(matches!(waited, Waited::Over(Outcome::ClosedWhileWaiting)));
+        assert_eq!((log.status_reads, log.origin_polls), (2, 0));
+        assert!(asked.iter().all(|a| a.ends_with("/status")), "{asked:?}");
+        // The join's ETA and the first read's: 8 numbers at 2 a second.
+        assert_eq!(log.predictions.len(), 2);
+        assert_eq!(
+            log.predictions[1].admission_at - log.predictions[1].made_at,
+            Duration::from_secs(4)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_restore_after_the_ticket_is_answered_with_one_poll() {
+        // The ticket "9.1.mac" was issued at 1 ms past the epoch, long before the restore.
+        let restored = |serving, state| {
+            let mut status = status_json(state, serving, false);
+            status["restoredAt"] = json!("2026-12-01T10:00:00Z");
+            status
+        };
+        let fake = FakeApi {
+            statuses: VecDeque::from([
+                restored(1, "open"),
+                restored(2, "open"),
+                restored(3, "sold_out"),
+            ]),
+            polls: VecDeque::from([json!({
+                "status": "waiting", "queueId": "9.1.mac", "number": 9, "servingUpTo": 1,
+                "etaSeconds": 4,
+            })]),
+            ..FakeApi::default()
+        };
+        let (waited, log, asked) = wait_against(fake, Patience::Patient, numbered(9)).await;
+        assert!(matches!(waited, Waited::Over(Outcome::ClosedWhileWaiting)));
+        let origin: Vec<&String> = asked.iter().filter(|a| a.contains("/queue")).collect();
+        assert_eq!(
+            origin,
+            ["GET /events/sim-1/queue/9.1.mac"],
+            "once per restore"
+        );
+        assert_eq!(
+            log.restore_answered.as_deref(),
+            Some("2026-12-01T10:00:00Z")
+        );
+    }
+
+    #[test]
+    fn only_a_ticket_older_than_the_restore_answers_it() {
+        let mut status: EventStatus =
+            serde_json::from_value(status_json("open", 1, false)).unwrap();
+        let log = WaitLog::default();
+        assert!(
+            !log.restore_to_answer(&status, "9.1.mac"),
+            "no restore, no poll"
+        );
+        status.restored_at = Some("2026-12-01T10:00:00Z".into());
+        let restored_ms =
+            lineup::clock::unix_millis(parse_rfc3339("2026-12-01T10:00:00Z").unwrap());
+        assert!(log.restore_to_answer(&status, &format!("9.{}.mac", restored_ms - 1)));
+        assert!(!log.restore_to_answer(&status, &format!("9.{}.mac", restored_ms + 1)));
+        assert!(
+            log.restore_to_answer(&status, "not-a-ticket"),
+            "on doubt, poll"
+        );
+        let answered = WaitLog {
+            restore_answered: status.restored_at.clone(),
+            ..WaitLog::default()
+        };
+        assert!(
+            !answered.restore_to_answer(&status, "9.1.mac"),
+            "once per restore"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_impatient_customer_leaves_after_its_reads() {
+        let fake = FakeApi {
+            statuses: VecDeque::from([status_json("open", 0, false)]),
+            ..FakeApi::default()
+        };
+        let (waited, log, asked) = wait_against(fake, Patience::LeavesAfter(2), numbered(9)).await;
+        assert!(matches!(waited, Waited::Over(Outcome::LeftWhileWaiting)));
+        assert_eq!(log.status_reads, 2);
+        assert_eq!(
+            asked.last().map(String::as_str),
+            Some("DELETE /events/sim-1/queue/9.1.mac")
+        );
+    }
+
+    fn status(state: PublicState, serving: u64, updated_at: &str) -> EventStatus {
+        serde_json::from_value(serde_json::json!({
+            "eventId": "sim-1",
+            "state": state,
+            "opensAt": "2026-12-01T10:00:00Z",
+            "servingUpTo": serving,
+            "advancePerSecond": 10.0,
+            "advanceMeasured": true,
+            "lastNumber": 900,
+            "waiting": 500,
+            "claimWindowSeconds": 60,
+            "draw": {"commitment": "c", "published": false},
+            "updatedAt": updated_at,
+        }))
+        .expect("a status")
+    }
+
+    #[test]
+    fn each_status_is_kept_once_and_every_read_counted() {
+        let mut log = WaitLog::default();
+        let first = status(PublicState::Open, 10, "2026-12-01T10:00:01Z");
+        log.saw(&first);
+        log.saw(&first); // the CDN's copy, read again
+        log.saw(&status(PublicState::Open, 30, "2026-12-01T10:00:03Z"));
+        assert_eq!(log.status_reads, 3);
+        assert_eq!(log.statuses.len(), 2);
+        assert_eq!(log.statuses[1].1, 30);
+    }
+
+    #[test]
+    fn an_answer_predicts_only_while_the_number_is_not_called() {
+        let at = Instant::now();
+        let place = |serving_up_to| NumberedPlace {
+            queue_id: "41.1.mac".to_owned(),
+            number: 41,
+            serving_up_to,
+            eta: Duration::from_secs(3),
+            read_status_after: Duration::from_secs(5),
+        };
+        let mut log = WaitLog::default();
+        log.answered(&place(38), at);
+        assert_eq!(log.number, Some(41));
+        assert_eq!(
+            log.predictions,
+            vec![Prediction {
+                made_at: at,
+                admission_at: at + Duration::from_secs(3),
+                source: PredictionSource::Answer,
+            }]
+        );
+        // Called already: an answer's ETA of 0 is no prediction.
+        log.answered(&place(41), at);
+        assert_eq!(log.predictions.len(), 1);
+    }
+
+    #[test]
+    fn the_sale_is_over_when_closed_or_sold_out_not_when_paused() {
+        let at = "2026-12-01T10:00:01Z";
+        assert!(is_over(&status(PublicState::SoldOut, 0, at)));
+        assert!(is_over(&status(PublicState::Closed, 0, at)));
+        assert!(!is_over(&status(PublicState::Paused, 0, at)));
+        assert!(!is_over(&status(PublicState::PreQueue, 0, at)));
+    }
+}

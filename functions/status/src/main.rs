@@ -1,0 +1,34 @@
+//! `status`: the public, cacheable routes: `GET /events/{eventId}/status` (the event's status,
+//! one Redis read) and the published pre-queue draw (`/draw`, `/draw/{prefix}`). No JWT (only
+//! CloudFront's origin header): CloudFront serves these to the crowd and asks here about once per
+//! cache period.
+
+use std::sync::Arc;
+
+use lambda_http::{run, service_fn, Error, Request};
+use lineup::config::StatusConfig;
+use lineup::http::origin::OriginGuard;
+use lineup::http::public::{self, PublicApi};
+use lineup::queue::redis::RedisQueue;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lineup::logging::init();
+    let config = StatusConfig::from_env()?;
+    // Requests that skipped CloudFront are refused before anything else is read.
+    let origin = OriginGuard::load(config.origin.clone()).await?;
+    let api = PublicApi {
+        board: Arc::new(RedisQueue::open(&config.redis)?),
+        draw: Arc::new(config.events.records()),
+    };
+    run(service_fn(|request: Request| {
+        let (api, origin) = (api.clone(), origin.clone());
+        async move {
+            if let Some(refused) = origin.refuse(&request).await {
+                return Ok(refused);
+            }
+            Ok::<_, Error>(public::handle(&api, request).await)
+        }
+    }))
+    .await
+}

@@ -1,0 +1,255 @@
+//! The durable side of an event, in DynamoDB: its settings and draw seed, its admission cursor,
+//! the operators' audit trail and the published draw. Redis holds the working copy the queue
+//! scripts need; when the cache loses an event, it is re-loaded from here, and customers are put
+//! back from their signed tickets ([`crate::place_restore`]). Nothing here is written per
+//! customer: one write per admit tick per event at most.
+
+pub mod dynamo;
+
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::clock::{from_unix_millis, unix_millis};
+use crate::draw::{DrawChunk, DrawSeed, DrawSummary};
+use crate::event_settings::EventSettings;
+use crate::ids::EventId;
+use crate::LineupError;
+
+/// An event as DynamoDB keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRecord {
+    pub settings: EventSettings,
+    /// `Some("sold_out")` or `Some("closed")` when closed.
+    pub closed_reason: Option<String>,
+    pub seed: DrawSeed,
+    pub cursor: AdmissionCursor,
+}
+
+/// How far admission has come, saved by the admitter after a tick that moved it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdmissionCursor {
+    /// The highest queue number admitted.
+    pub serving: u64,
+    /// The last queue number handed out.
+    pub next_number: u64,
+    /// How many entered the pre-queue, once it closed.
+    pub entrants: Option<u64>,
+    /// The pre-queue's numbers are written.
+    pub drawn: bool,
+    /// When `serving` reached what: enough to tell when a number was called, for the last
+    /// session's length. Oldest first.
+    pub checkpoints: Vec<Checkpoint>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub at_ms: u64,
+    pub serving: u64,
+}
+
+/// A checkpoint is added at most this often (so a cursor is a few KB for a whole session).
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(5);
+
+impl AdmissionCursor {
+    /// When `number` was called, as the checkpoints tell it: the first checkpoint at or past it,
+    /// which is at most [`CHECKPOINT_EVERY`] (and a tick) after the real moment, never before it.
+    /// `None` when it is not called yet, or was called after the last checkpoint (moments ago).
+    pub fn called_at(&self, number: u64) -> Option<SystemTime> {
+        if number > self.serving {
+            return None;
+        }
+        self.checkpoints
+            .iter()
+            .find(|checkpoint| checkpoint.serving >= number)
+            .map(|checkpoint| from_unix_millis(checkpoint.at_ms))
+    }
+
+    /// The cursor after a tick: the new counters, and a checkpoint if `serving` moved and the
+    /// last one is old enough; checkpoints older than `keep` go (the newest always stays).
+    pub fn advanced(
+        &self,
+        now: SystemTime,
+        serving: u64,
+        next_number: u64,
+        entrants: Option<u64>,
+        drawn: bool,
+        keep: Duration,
+    ) -> Self {
+        let mut checkpoints = self.checkpoints.clone();
+        let now_ms = unix_millis(now);
+        let due = checkpoints.last().is_none_or(|last| {
+            last.serving < serving
+                && now_ms.saturating_sub(last.at_ms) >= CHECKPOINT_EVERY.as_millis() as u64
+        });
+        if due && serving > 0 {
+            checkpoints.push(Checkpoint {
+                at_ms: now_ms,
+                serving,
+            });
+        }
+        let oldest_kept = now_ms.saturating_sub(keep.as_millis() as u64);
+        while checkpoints.len() > 1 && checkpoints[1].at_ms < oldest_kept {
+            checkpoints.remove(0);
+        }
+        Self {
+            serving: serving.max(self.serving),
+            next_number: next_number.max(self.next_number),
+            entrants: entrants.or(self.entrants),
+            drawn: drawn || self.drawn,
+            checkpoints,
+        }
+    }
+}
+
+/// One operator change, as `lineup event history` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub at_ms: u64,
+    /// `open`, `set`, `pause`, `resume`, `close`, `seed`.
+    pub action: String,
+    /// Who: the operator's name or AWS identity.
+    pub operator: String,
+    /// What changed, as the command saw it (settings after the change, seat counts...).
+    pub detail: serde_json::Value,
+}
+
+/// Events' settings and cursors.
+#[async_trait]
+pub trait EventRecords: Send + Sync {
+    async fn event(&self, event: &EventId) -> Result<Option<EventRecord>, LineupError>;
+
+    /// Saves an event's settings and returns its draw seed: made on the first save, never
+    /// changed after. Adds the event to the open events, or removes it when closed.
+    async fn save_settings(
+        &self,
+        event: &EventId,
+        settings: &EventSettings,
+        closed_reason: Option<&str>,
+    ) -> Result<DrawSeed, LineupError>;
+
+    /// Saves the cursor unless a newer one (further along) is stored.
+    async fn save_cursor(
+        &self,
+        event: &EventId,
+        cursor: &AdmissionCursor,
+    ) -> Result<(), LineupError>;
+
+    /// Events not closed: the admitter ticks them even if the cache forgot them.
+    async fn open_events(&self) -> Result<Vec<EventId>, LineupError>;
+}
+
+/// Operators' changes, kept.
+#[async_trait]
+pub trait AuditLog: Send + Sync {
+    async fn record(&self, event: &EventId, entry: &AuditEntry) -> Result<(), LineupError>;
+    /// Oldest first.
+    async fn history(&self, event: &EventId) -> Result<Vec<AuditEntry>, LineupError>;
+}
+
+/// The published draw, served to the public through the CDN.
+#[async_trait]
+pub trait DrawPublication: Send + Sync {
+    /// Writes the summary last, so a summary that can be read means every chunk can be too.
+    async fn publish_draw(
+        &self,
+        event: &EventId,
+        summary: &DrawSummary,
+        chunks: &[DrawChunk],
+    ) -> Result<(), LineupError>;
+
+    async fn draw_summary(&self, event: &EventId) -> Result<Option<DrawSummary>, LineupError>;
+
+    /// The chunk of `prefix`; an empty chunk when the draw is published and nobody's hash starts
+    /// with it; `None` when the draw is not published.
+    async fn draw_chunk(
+        &self,
+        event: &EventId,
+        prefix: &str,
+    ) -> Result<Option<DrawChunk>, LineupError>;
+
+    /// An entrant's number in the published draw.
+    async fn drawn_number(
+        &self,
+        event: &EventId,
+        entrant: &str,
+    ) -> Result<Option<u64>, LineupError> {
+        let Some(summary) = self.draw_summary(event).await? else {
+            return Ok(None);
+        };
+        let Some(prefix) = entrant.get(..summary.prefix_length) else {
+            return Ok(None);
+        };
+        let chunk = self.draw_chunk(event, prefix).await?;
+        Ok(chunk.and_then(|chunk| {
+            chunk
+                .entries
+                .iter()
+                .find(|(listed, _)| listed == entrant)
+                .map(|(_, number)| *number)
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoints_tell_when_a_number_was_called() {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let keep = Duration::from_secs(11 * 60);
+        let mut cursor = AdmissionCursor::default();
+        // One tick a second, 50 numbers a tick, for 30 s.
+        for second in 1..=30u64 {
+            cursor = cursor.advanced(
+                start + Duration::from_secs(second),
+                second * 50,
+                10_000,
+                Some(0),
+                true,
+                keep,
+            );
+        }
+        assert_eq!(cursor.serving, 1_500);
+        // A checkpoint every 5 s: 1, 6, 11, 16, 21, 26.
+        assert_eq!(cursor.checkpoints.len(), 6);
+        // Number 300 was called at second 6; the first checkpoint past it says second 6.
+        assert_eq!(cursor.called_at(300), Some(start + Duration::from_secs(6)));
+        // Number 301 was called at second 7: the checkpoint at 11 is at most 5 s late.
+        assert_eq!(cursor.called_at(301), Some(start + Duration::from_secs(11)));
+        // Not called yet.
+        assert_eq!(cursor.called_at(1_501), None);
+        // Called after the last checkpoint (second 26 had 1,300): unknown to the checkpoints.
+        assert_eq!(cursor.called_at(1_450), None);
+    }
+
+    #[test]
+    fn old_checkpoints_go_and_counters_never_move_back() {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let keep = Duration::from_secs(60);
+        let mut cursor = AdmissionCursor::default();
+        for second in (0..600u64).step_by(5) {
+            cursor = cursor.advanced(
+                start + Duration::from_secs(second),
+                second + 1,
+                700,
+                None,
+                false,
+                keep,
+            );
+        }
+        assert!(
+            cursor.checkpoints.len() <= 14,
+            "{}",
+            cursor.checkpoints.len()
+        );
+        let stale = cursor.advanced(start, 3, 5, None, false, keep);
+        assert_eq!(
+            stale.serving, cursor.serving,
+            "an older tick never moves it back"
+        );
+        assert_eq!(stale.next_number, 700);
+    }
+}

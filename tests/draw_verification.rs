@@ -1,0 +1,299 @@
+//! `lineup verify-draw` against a draw published as the admitter publishes it (through the events
+//! table's adapter, in the local DynamoDB) and served as the origin serves it (the real public
+//! handler, each HTTP request turned into the API Gateway event `lambda_http` parses), read over
+//! HTTP as an outsider reads it: a true draw checks out; two numbers swapped in one stored chunk
+//! are exactly two mismatches; a commitment other than the draw's is caught.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use lambda_http::Body;
+use lineup::draw::{self, DrawChunk, DrawMismatch, DrawSeed, DrawSummary};
+use lineup::event_records::DrawPublication;
+use lineup::event_settings::QueueState;
+use lineup::http::public::{self, PublicApi};
+use lineup::ids::EventId;
+use lineup::queue::keys::EventKeys;
+use lineup::status::StatusInputs;
+use lineup_cli::verify_draw::{
+    self, CommittedBy, DrawCheck, Verdict, VerifyDrawArgs, VerifyDrawError,
+};
+use serde_json::Value;
+// The CLI's tokio features (net, io-util) are the test binary's too.
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const ENTRANTS: usize = 1_000;
+
+/// An event whose 1,000-entrant draw is published and whose status shows its commitment.
+struct Published {
+    event: EventId,
+    seed: DrawSeed,
+    summary: DrawSummary,
+    chunks: Vec<DrawChunk>,
+    /// Where the public routes are served.
+    base: String,
+}
+
+/// Draws `customer-00000`.. as the admitter does, publishes the draw in the shared events table,
+/// writes the event's status where the admit tick writes it, and serves the public routes.
+async fn publish_a_draw() -> Published {
+    let event = lineup_tests::fresh_event();
+    let seed = DrawSeed::generate();
+    let now = SystemTime::now();
+    let entrants = (0..ENTRANTS).map(|n| seed.entrant(&lineup_tests::customer(n)));
+    let drawn = draw::numbers(&seed, entrants);
+    let (summary, chunks) = draw::publish(&drawn, &event, &seed, now);
+    let records = lineup_tests::records().await;
+    records
+        .publish_draw(&event, &summary, &chunks)
+        .await
+        .expect("publish the draw");
+    write_status(&event, &seed, now).await;
+    let base = serve_public_routes(PublicApi {
+        board: lineup_tests::queue(),
+        draw: records,
+    })
+    .await;
+    Published {
+        event,
+        seed,
+        summary,
+        chunks,
+        base,
+    }
+}
+
+/// The status the admit tick publishes once the draw is out: the commitment, the revealed seed.
+async fn write_status(event: &EventId, seed: &DrawSeed, now: SystemTime) {
+    let status = StatusInputs {
+        state: QueueState::Open,
+        closed_reason: None,
+        opens_at: now - Duration::from_secs(10),
+        serving: 0,
+        measured_advance: None,
+        configured_rate: 50,
+        last_number: ENTRANTS as u64,
+        waiting: ENTRANTS as u64,
+        claim_window: Duration::from_secs(60),
+        seats_left: None,
+        commitment: seed.commitment(),
+        entrants: Some(ENTRANTS as u64),
+        revealed_seed: Some(seed.reveal().to_owned()),
+        restored_at: None,
+    }
+    .status(event.as_str(), now);
+    let json = serde_json::to_string(&status).expect("a status serialises");
+    let () = redis::cmd("SET")
+        .arg(EventKeys::new(event).status)
+        .arg(json)
+        .arg("EX")
+        .arg(600)
+        .query_async(&mut lineup_tests::redis().await)
+        .await
+        .expect("SET the status");
+}
+
+/// Serves `GET /events/{eventId}/status|draw|draw/{prefix}` on a free local port through
+/// `public::handle`, one request per connection, until the test's runtime ends. Returns the base
+/// URL.
+async fn serve_public_routes(api: PublicApi) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a local port");
+    let address = listener.local_addr().expect("a bound address");
+    let api = Arc::new(api);
+    tokio::spawn(async move {
+        while let Ok((connection, _)) = listener.accept().await {
+            let api = api.clone();
+            tokio::spawn(async move { answer(&api, connection).await });
+        }
+    });
+    format!("http://{address}")
+}
+
+async fn answer(api: &PublicApi, mut connection: TcpStream) {
+    let mut head = Vec::new();
+    let mut buffer = [0u8; 1024];
+    while !head.windows(4).any(|window| window == b"\r\n\r\n") {
+        match connection.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => head.extend_from_slice(&buffer[..read]),
+        }
+    }
+    let head = String::from_utf8_lossy(&head);
+    let mut request_line = head.lines().next().unwrap_or_default().split(' ');
+    let (method, path) = (
+        request_line.next().unwrap_or_default(),
+        request_line.next().unwrap_or_default(),
+    );
+    let (status, headers, body) = match api_gateway_event(method, path) {
+        Some(event) => {
+            let response = public::handle(api, lineup_tests::request(&event)).await;
+            let headers: Vec<(String, String)> = response
+                .headers()
+                .iter()
+                .map(|(name, value)| {
+                    let value = value.to_str().expect("ASCII header values");
+                    (name.to_string(), value.to_owned())
+                })
+                .collect();
+            let body = match response.body() {
+                Body::Text(text) => text.clone().into_bytes(),
+                Body::Binary(bytes) => bytes.clone(),
+                _ => Vec::new(),
+            };
+            (response.status().as_u16(), headers, body)
+        }
+        // API Gateway's own answer to a route it does not have.
+        None => (404, Vec::new(), br#"{"message":"Not Found"}"#.to_vec()),
+    };
+    let mut reply = format!("HTTP/1.1 {status} -\r\n");
+    for (name, value) in headers {
+        reply.push_str(&format!("{name}: {value}\r\n"));
+    }
+    reply.push_str(&format!(
+        "content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    ));
+    let mut bytes = reply.into_bytes();
+    bytes.extend(body);
+    let _ = connection.write_all(&bytes).await;
+    let _ = connection.shutdown().await;
+}
+
+/// The payload v2 event API Gateway sends the status function for a public route (the sample
+/// events of `events/`, as CloudFront forwards them: no caller, no viewer header).
+fn api_gateway_event(method: &str, path: &str) -> Option<Value> {
+    let segments: Vec<&str> = path.split('/').collect();
+    let (sample, parameters) = match segments.as_slice() {
+        ["", "events", event, "status"] => ("status.json", vec![("eventId", *event)]),
+        ["", "events", event, "draw"] => ("draw.json", vec![("eventId", *event)]),
+        ["", "events", event, "draw", prefix] => (
+            "draw-chunk.json",
+            vec![("eventId", *event), ("prefix", *prefix)],
+        ),
+        _ => return None,
+    };
+    (method == "GET").then(|| lineup_tests::route(&lineup_tests::sample(sample), &parameters, None))
+}
+
+/// `lineup verify-draw --event <event> --base <base> [--commitment <commitment>]`.
+async fn verify(
+    published: &Published,
+    commitment: Option<String>,
+) -> Result<DrawCheck, VerifyDrawError> {
+    verify_draw::run(&VerifyDrawArgs {
+        event: published.event.as_str().to_owned(),
+        base: published.base.clone(),
+        commitment,
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_published_draw_checks_out_against_the_saved_or_the_current_commitment() {
+    let published = publish_a_draw().await;
+    assert_eq!(published.summary.entrants, ENTRANTS as u64);
+    assert_eq!(published.chunks.len(), 16);
+
+    let saved = published.seed.commitment();
+    let outcome = verify(&published, Some(saved.clone())).await;
+    assert_eq!(Verdict::of(&outcome), Verdict::ChecksOut, "{outcome:?}");
+    assert_eq!(Verdict::of(&outcome).exit_code(), 0);
+    let check = outcome.expect("checked");
+    assert_eq!(check.mismatches, vec![]);
+    assert_eq!(check.summary, published.summary, "read as published");
+    assert_eq!(check.chunks, 16, "every chunk was read");
+    assert_eq!(check.committed, CommittedBy::Saved(saved.clone()));
+    assert!(check.report().contains("OK: "), "{}", check.report());
+
+    // Without --commitment: the status's, and the report says so.
+    let check = verify(&published, None).await.expect("checked");
+    assert_eq!(check.mismatches, vec![]);
+    assert_eq!(check.committed, CommittedBy::CurrentStatus(saved));
+    assert!(
+        check.report().contains("(read from the current status)"),
+        "{}",
+        check.report()
+    );
+}
+
+#[tokio::test]
+async fn two_numbers_swapped_in_a_stored_chunk_are_exactly_two_mismatches() {
+    let published = publish_a_draw().await;
+    let mut tampered = published
+        .chunks
+        .iter()
+        .find(|chunk| chunk.entries.len() >= 2)
+        .expect("1,000 entrants in 16 chunks")
+        .clone();
+    let (first, second) = (tampered.entries[0].clone(), tampered.entries[1].clone());
+    tampered.entries[0].1 = second.1;
+    tampered.entries[1].1 = first.1;
+    // Overwrites the stored chunk (and the summary with itself); the other chunks stay.
+    lineup_tests::records()
+        .await
+        .publish_draw(&published.event, &published.summary, &[tampered])
+        .await
+        .expect("overwrite the chunk");
+
+    let outcome = verify(&published, Some(published.seed.commitment())).await;
+    assert_eq!(Verdict::of(&outcome), Verdict::Mismatches, "{outcome:?}");
+    assert_eq!(Verdict::of(&outcome).exit_code(), 1);
+    let check = outcome.expect("checked");
+    // Entries are sorted by entrant, and so are the mismatches.
+    assert_eq!(
+        check.mismatches,
+        vec![
+            DrawMismatch::WrongNumber {
+                entrant: first.0,
+                published: second.1,
+                computed: first.1,
+            },
+            DrawMismatch::WrongNumber {
+                entrant: second.0,
+                published: first.1,
+                computed: second.1,
+            },
+        ]
+    );
+    assert!(
+        check.report().contains("FAILED: 2 mismatches"),
+        "{}",
+        check.report()
+    );
+}
+
+#[tokio::test]
+async fn a_commitment_other_than_the_draws_is_caught() {
+    let published = publish_a_draw().await;
+    let another = DrawSeed::generate().commitment();
+    let outcome = verify(&published, Some(another)).await;
+    assert_eq!(Verdict::of(&outcome), Verdict::Mismatches, "{outcome:?}");
+    assert_eq!(Verdict::of(&outcome).exit_code(), 1);
+    assert_eq!(
+        outcome.expect("checked").mismatches,
+        vec![DrawMismatch::CommitmentChanged]
+    );
+}
+
+#[tokio::test]
+async fn a_draw_not_published_cannot_be_checked() {
+    let base = serve_public_routes(PublicApi {
+        board: lineup_tests::queue(),
+        draw: lineup_tests::records().await,
+    })
+    .await;
+    let outcome = verify_draw::run(&VerifyDrawArgs {
+        event: lineup_tests::fresh_event().as_str().to_owned(),
+        base,
+        commitment: None,
+    })
+    .await;
+    assert_eq!(Verdict::of(&outcome).exit_code(), 2);
+    assert!(
+        matches!(outcome, Err(VerifyDrawError::NotPublished { .. })),
+        "{outcome:?}"
+    );
+}
