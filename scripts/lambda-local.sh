@@ -14,7 +14,7 @@
 # this machine cannot run arm64 binaries, so these steps run the native debug build of the same
 # code, which the tests build anyway.
 #
-#   LINEUP_LAMBDA_PORT=9301 scripts/lambda-local.sh   # emulators on 9301-9308 and 9321-9328,
+#   LINEUP_LAMBDA_PORT=9301 scripts/lambda-local.sh   # emulators on 9301-9309 and 9321-9329,
 #                                                     # the silent listener on 9339 (default 9201)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,7 @@ source scripts/steps.sh
 trap 'step_end; stop_local_stack' EXIT
 
 FIRST_PORT="${LINEUP_LAMBDA_PORT:-9201}"
-FUNCTIONS=(join poll admit hold confirm expire outbox-stream status)
+FUNCTIONS=(join poll admit hold confirm expire outbox-stream status availability)
 
 ensure_lambda_tools
 export SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
@@ -61,12 +61,13 @@ function_env() {
   case "$1" in
     join) echo "LINEUP_SIGNING_KEY=$SIGNING_KEY" "${EVENTS_ENV[@]}" ;;
     poll) echo "$signing" "${EVENTS_ENV[@]}" ;;
-    hold) echo "$signing" "${TABLES_ENV[@]}" ;;
+    hold) echo "$signing" "${TABLES_ENV[@]}" "${EVENTS_ENV[@]}" ;;
     confirm) echo "$webhook" "${TABLES_ENV[@]}" ;;
-    admit) echo ADMIT_RUN_MS=1500 ADMIT_TICK_MS=250 "${EVENTS_ENV[@]}" ;;
+    admit) echo ADMIT_RUN_MS=1500 ADMIT_TICK_MS=250 "${EVENTS_ENV[@]}" "${TABLES_ENV[@]}" ;;
     status) echo "${EVENTS_ENV[@]}" "LINEUP_ORIGIN_SECRET=$ORIGIN_SECRET" ;;
     expire) echo "${TABLES_ENV[@]}" ;;
     outbox-stream) echo "${TICKET_QUEUE_ENV[@]}" ;;
+    availability) ;;
   esac
 }
 

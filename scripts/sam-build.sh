@@ -14,12 +14,12 @@ cd "$(dirname "$0")/.."
 source scripts/local-stack.sh
 source scripts/steps.sh
 
-FUNCTIONS=(join poll admit hold confirm expire outbox-stream status)
+FUNCTIONS=(join poll admit hold confirm expire outbox-stream status availability)
 # Each function's logical id in template.yaml.
 declare -A LOGICAL_ID=(
   [join]=JoinFunction [poll]=PollFunction [admit]=AdmitFunction [hold]=HoldFunction
   [confirm]=ConfirmFunction [expire]=ExpireFunction [outbox-stream]=OutboxStreamFunction
-  [status]=StatusFunction
+  [status]=StatusFunction [availability]=AvailabilityFunction
 )
 LIMIT=5000000
 
@@ -49,7 +49,7 @@ ensure_arm64_target
 export SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
 
 started=$(date +%s)
-echo "==> sam build (the eight functions for arm64, release; functions/Makefile)"
+echo "==> sam build (the nine functions for arm64, release; functions/Makefile)"
 # Stale artifacts must not pass for new ones.
 rm -rf .aws-sam/build
 sam build

@@ -726,7 +726,15 @@ mod tokens_ids_bodies {
             }
             "POST /orders/{orderId}/confirm" => confirm::handle(&sale.confirm_api, request).await,
             "GET /events/{eventId}/seats"
-            | "POST /events/{eventId}/holds"
+            | "GET /events/{eventId}/layout"
+            | "GET /events/{eventId}/layout/{version}" => {
+                lineup::http::public::handle(
+                    &lineup_tests::public_api(sale.records.clone()),
+                    request,
+                )
+                .await
+            }
+            "POST /events/{eventId}/holds"
             | "DELETE /events/{eventId}/holds/{orderId}"
             | "GET /orders/{orderId}" => holds::handle(&sale.hold_api, request).await,
             other => panic!("no function serves {other}"),
@@ -1906,10 +1914,6 @@ mod tokens_ids_bodies {
             ),
             ("poll", call("poll.json", &dave_entry, Some(dave))),
             ("leave", call("leave.json", &dave_entry, Some(dave))),
-            (
-                "seat map",
-                call("seats.json", &[("eventId", event)], Some(bob)),
-            ),
             (
                 "hold",
                 hold(

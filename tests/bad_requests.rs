@@ -295,6 +295,7 @@ async fn with_redis_down_join_and_poll_answer_503_with_retry_after_and_recover()
     let restorer =
         lineup::place_restore::Restorer::new(queue.clone(), records.clone(), records.clone());
     let ports = lineup::admission::AdmissionPorts {
+        availability: None,
         admitter: queue.as_ref(),
         draw: queue.as_ref(),
         records: records.as_ref(),

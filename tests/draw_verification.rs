@@ -50,11 +50,7 @@ async fn publish_a_draw() -> Published {
         .await
         .expect("publish the draw");
     write_status(&event, &seed, now).await;
-    let base = serve_public_routes(PublicApi {
-        board: lineup_tests::queue(),
-        draw: records,
-    })
-    .await;
+    let base = serve_public_routes(lineup_tests::public_api(records)).await;
     Published {
         event,
         seed,
@@ -280,11 +276,7 @@ async fn a_commitment_other_than_the_draws_is_caught() {
 
 #[tokio::test]
 async fn a_draw_not_published_cannot_be_checked() {
-    let base = serve_public_routes(PublicApi {
-        board: lineup_tests::queue(),
-        draw: lineup_tests::records().await,
-    })
-    .await;
+    let base = serve_public_routes(lineup_tests::public_api(lineup_tests::records().await)).await;
     let outcome = verify_draw::run(&VerifyDrawArgs {
         event: lineup_tests::fresh_event().as_str().to_owned(),
         base,

@@ -172,6 +172,9 @@ async fn admit_config(redis_url: &str) -> AdmitConfig {
         ("ADMIT_TICK_MS", "100".to_owned()),
         ("ADMIT_RUN_MS", "1500".to_owned()),
         ("EVENTS_TABLE", events.table().to_owned()),
+        ("SEATS_TABLE", "seats".to_owned()),
+        ("ORDERS_TABLE", "orders".to_owned()),
+        ("OUTBOX_TABLE", "outbox".to_owned()),
         ("AWS_ENDPOINT_URL", lineup_tests::aws::endpoint_url()),
         ("AWS_REGION", "us-east-1".to_owned()),
         ("AWS_ACCESS_KEY_ID", "test".to_owned()),
@@ -189,7 +192,14 @@ async fn admit(
     let records = Arc::new(config.events.records());
     let restorer =
         lineup::place_restore::Restorer::new(queue.clone(), records.clone(), records.clone());
+    let (seats, board) = (config.ledger.ledger(), queue.availability_board());
+    let availability = lineup::availability::rebuild::AvailabilityRebuild {
+        board: &board,
+        layouts: records.as_ref(),
+        states: &seats,
+    };
     let ports = lineup::admission::AdmissionPorts {
+        availability: Some(&availability),
         admitter: queue.as_ref(),
         draw: queue.as_ref(),
         records: records.as_ref(),

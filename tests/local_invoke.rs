@@ -155,7 +155,9 @@ async fn healthy() {
     create_tables(&dynamo, &tables)
         .await
         .expect("create tables");
-    lineup::event_records::dynamo::DynamoEventRecords::new(dynamo.clone(), env("EVENTS_TABLE"))
+    let records =
+        lineup::event_records::dynamo::DynamoEventRecords::new(dynamo.clone(), env("EVENTS_TABLE"));
+    records
         .create_table()
         .await
         .expect("create the events table");
@@ -164,14 +166,11 @@ async fn healthy() {
         .map(|n| NewSeat {
             seat_id: seat(n),
             section: "Floor".into(),
+            row: "A".into(),
             price: 12_000,
             currency: "KRW".into(),
         })
         .collect();
-    ledger
-        .seed_seats(&event, &seats, SystemTime::now())
-        .await
-        .expect("seed");
     let sqs = lineup::aws::sqs(&aws);
     let created = sqs
         .create_queue()
@@ -195,11 +194,28 @@ async fn healthy() {
             &keys.offered,
             &keys.admission,
             &keys.status,
+            &keys.layout,
+            &keys.seats_available,
+            &keys.seats_sold,
+            &keys.seats_pending,
         ])
         .query_async(&mut connection)
         .await
         .unwrap();
     let queue = queue();
+    let board = queue.availability_board();
+    lineup::seeding::Seeding {
+        ledger: &ledger,
+        layouts: &records,
+        board: &board,
+    }
+    .seed(
+        &event,
+        &lineup::layout::SeatLayout::from_seats(&seats).expect("layout"),
+        SystemTime::now(),
+    )
+    .await
+    .expect("seed");
     queue
         .configure(
             &event,
@@ -305,11 +321,21 @@ async fn healthy() {
     assert_eq!(admitted["status"], "admitted", "{admitted}");
     let token = admitted["accessToken"].as_str().unwrap().to_owned();
 
-    println!("seat map, hold, order, release, hold again, confirm");
-    let (status, map) = http("hold", &sample_file("seats.json"));
+    println!("seat map (public), hold, order, release, best available, confirm");
+    let (status, map) = http("status", &sample_file("seats.json"));
     assert_eq!(
-        (status, map["seats"].as_array().map(Vec::len)),
-        (200, Some(8))
+        (status, map["seats"].as_u64(), map["available"].as_u64()),
+        (200, Some(8), Some(8)),
+        "{map}"
+    );
+    let mut layout = sample("layout.json");
+    let version = map["layoutVersion"].as_str().expect("a layout version");
+    layout["pathParameters"]["version"] = version.into();
+    let (status, drawn) = http("status", &scratch("layout.json", &layout));
+    assert_eq!(
+        (status, drawn["sections"][0]["rows"][0]["seats"][7].as_str()),
+        (200, Some("A-008")),
+        "{drawn}"
     );
     let mut hold = sample("hold.json");
     hold["headers"]["x-queue-token"] = token.clone().into();
@@ -363,8 +389,15 @@ async fn healthy() {
     assert_eq!(status, 204);
     let (_, released) = http("hold", &order(&alice));
     assert_eq!(released["status"], "RELEASED");
-    let (status, second) = http("hold", &scratch("hold.json", &hold));
-    assert_eq!(status, 201, "{second}");
+    let mut best = sample("hold-best-available.json");
+    best["headers"]["x-queue-token"] = hold["headers"]["x-queue-token"].clone();
+    let (status, second) = http("hold", &scratch("hold-best-available.json", &best));
+    // Eight seats in one row: the pair nearest its middle.
+    assert_eq!(
+        (status, second["seatIds"].clone()),
+        (201, json!(["A-004", "A-005"])),
+        "{second}"
+    );
     let order_id = second["orderId"].as_str().unwrap().to_owned();
 
     let payment = json!({
@@ -440,6 +473,24 @@ async fn healthy() {
         "not_a_dynamodb_stream_event",
     );
 
+    println!("availability: the seats table's stream, into the seat map");
+    let changes = lineup_tests::stream::lambda_event_from_stream(&tables.seats).await;
+    match invoke("availability", &scratch("availability.json", &changes)) {
+        Answer::Ok(response) => assert_eq!(response["batchItemFailures"], json!([]), "{response}"),
+        Answer::Failed(report) => panic!("availability failed: {report}"),
+    }
+    let (status, map) = http("status", &sample_file("seats.json"));
+    assert_eq!(
+        (status, map["available"].as_u64()),
+        (200, Some(6)),
+        "the two seats sold are no longer shown available: {map}"
+    );
+    expect_failure(
+        "availability",
+        &sample_file("outbox-stream-wrong-kind.json"),
+        "not_a_dynamodb_stream_event",
+    );
+
     println!("expire");
     match invoke("expire", &sample_file("expire.json")) {
         Answer::Ok(report) => assert_eq!(
@@ -501,9 +552,10 @@ async fn unreachable() {
     for (function, file) in [
         ("join", sample_file("join.json")),
         ("poll", sample_file("poll.json")),
-        ("hold", sample_file("seats.json")),
+        ("hold", sample_file("order.json")),
         ("confirm", confirm),
         ("status", sample_file("status.json")),
+        ("status", sample_file("seats.json")),
     ] {
         match timed(function, &file) {
             Answer::Ok(response) => {
@@ -535,6 +587,16 @@ async fn unreachable() {
         ),
         Answer::Failed(report) => {
             panic!("outbox-stream should report failures per record: {report}")
+        }
+    }
+    match timed("availability", &sample_file("availability.json")) {
+        Answer::Ok(response) => assert_eq!(
+            response["batchItemFailures"].as_array().map(Vec::len),
+            Some(2),
+            "the whole batch reported for retry: {response}"
+        ),
+        Answer::Failed(report) => {
+            panic!("availability should report the batch for retry: {report}")
         }
     }
     println!("every function answered or reported the outage within {bound:?}");

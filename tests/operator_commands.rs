@@ -4,6 +4,7 @@
 
 use lineup::clock::Clock;
 use lineup::event_settings::QueueState;
+use lineup::layout::SeatLayout;
 use lineup::ledger::NewSeat;
 use lineup::queue::{EventSettingsStore, WaitingLine};
 use lineup::LineupError;
@@ -11,15 +12,31 @@ use lineup_cli::event_admin::{self, AdminError, SettingsChange};
 use lineup_tests::customer;
 use lineup_tests::on_sale::{seat, OnSale, CURRENCY};
 
-fn seats(n: usize) -> Vec<NewSeat> {
-    (1..=n)
+/// `n` seats in one section at 1 each: another layout than the on-sale's.
+fn seats(n: usize) -> SeatLayout {
+    let seats: Vec<NewSeat> = (1..=n)
         .map(|n| NewSeat {
             seat_id: seat(n),
             section: "Floor".to_owned(),
+            row: "A".to_owned(),
             price: 1,
             currency: CURRENCY.to_owned(),
         })
-        .collect()
+        .collect();
+    SeatLayout::from_seats(&seats).expect("layout")
+}
+
+/// Seeds `layout` for the sale's event as `lineup seed` does.
+async fn seed(sale: &OnSale, layout: &SeatLayout) -> Result<(), AdminError> {
+    event_admin::seed(
+        &sale.ledger,
+        &sale.records,
+        &sale.queue,
+        &sale.event,
+        layout,
+        sale.clock.now(),
+    )
+    .await
 }
 
 #[tokio::test]
@@ -31,7 +48,7 @@ async fn seeding_is_refused_while_any_seat_is_held_or_sold_and_changes_nothing()
     assert_eq!(held.status(), 201);
     let before = sale.snapshot().await;
 
-    let refused = event_admin::seed(&sale.ledger, &sale.event, &seats(3), sale.clock.now()).await;
+    let refused = seed(&sale, &seats(3)).await;
     assert!(
         matches!(&refused, Err(AdminError::SeatsInUse { in_use: 1, .. })),
         "{refused:?}"
@@ -56,16 +73,10 @@ async fn seeding_racing_holds_never_frees_a_held_seat() {
             }
         },
     ));
-    // The same seats at the same prices as the on-sale's, so a hold's price check passes
-    // whichever write lands first.
-    let all_seats: Vec<NewSeat> = seats(40)
-        .into_iter()
-        .map(|seat| NewSeat {
-            price: 12_000,
-            ..seat
-        })
-        .collect();
-    let seeding = event_admin::seed(&sale.ledger, &sale.event, &all_seats, sale.clock.now());
+    // The same layout as the on-sale's, so a hold's price check passes whichever write lands
+    // first.
+    let all_seats = sale.layout.clone().expect("seeded");
+    let seeding = seed(&sale, &all_seats);
     let (answers, _) = futures::join!(holds, seeding);
     let orders: Vec<String> = answers
         .iter()
@@ -112,16 +123,12 @@ async fn seeding_racing_holds_never_frees_a_held_seat() {
 #[tokio::test]
 async fn seeding_a_new_event_writes_every_seat_available() {
     let sale = OnSale::with_seats(0).await;
-    event_admin::seed(&sale.ledger, &sale.event, &seats(30), sale.clock.now())
-        .await
-        .expect("seed");
+    seed(&sale, &seats(30)).await.expect("seed");
     let stored = sale.seats().await;
     assert_eq!(stored.len(), 30);
     assert!(stored.values().all(|item| item["status"] == "AVAILABLE"));
     // Seeding again before the on-sale (nothing held) is allowed: it rewrites the same seats.
-    event_admin::seed(&sale.ledger, &sale.event, &seats(30), sale.clock.now())
-        .await
-        .expect("seed again");
+    seed(&sale, &seats(30)).await.expect("seed again");
     assert_eq!(sale.seats().await.len(), 30);
 }
 

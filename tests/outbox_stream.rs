@@ -631,10 +631,10 @@ async fn the_pump_follows_the_stream_and_resumes_a_failed_batch_from_its_failed_
         attempts: Mutex::default(),
     });
     write_outbox(&outbox, &first).await;
-    let pump = lineup_cli::outbox_pump::OutboxPump {
+    let pump = lineup_cli::stream_pump::StreamPump {
         streams: lineup_tests::aws::dynamodb_streams().await,
         stream_arn: outbox.stream_arn.clone(),
-        publisher: publisher.clone(),
+        handler: Arc::new(lineup_cli::stream_pump::OutboxStream(publisher.clone())),
         poll_every: Duration::from_millis(5),
     };
     let running = tokio::spawn(pump.run());

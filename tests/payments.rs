@@ -210,9 +210,10 @@ async fn a_late_payment_on_a_lapsed_hold_nobody_took_still_sells() {
     assert_eq!(body(&paid)["status"], "PAID");
 
     // Dave's lapsed hold is swept first (order EXPIRED, seat AVAILABLE), then he pays.
+    let seats = sale.queue.availability_board();
     let expiry = Expiry {
         sweeper: sale.ledger.as_ref(),
-        ledger: sale.ledger.as_ref(),
+        seats: &seats,
         events: &OnlyEvents {
             queue: sale.queue.clone(),
             events: Vec::new(),

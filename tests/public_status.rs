@@ -23,9 +23,13 @@ use lineup_tests::*;
 use serde_json::Value;
 
 async fn public_api(queue: Arc<RedisQueue>) -> PublicApi {
+    let records = records().await;
     PublicApi {
+        seats: Arc::new(queue.availability_board()),
         board: queue,
-        draw: records().await,
+        draw: records.clone(),
+        layouts: records,
+        layout_documents: Arc::default(),
     }
 }
 

@@ -142,6 +142,7 @@ async fn run_admitters(
             let records = private_records().await;
             let restorer = Restorer::new(queue.clone(), records.clone(), records.clone());
             let ports = AdmissionPorts {
+                availability: None,
                 admitter: &admitter,
                 draw: queue.as_ref(),
                 records: records.as_ref(),

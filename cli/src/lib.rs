@@ -7,7 +7,8 @@
 //!   installer compiled in and written to a cache directory, so the binary needs no checkout.
 //! - [`venue`]: a seat layout (sections, rows, prices) to seed an event with.
 //! - [`event_admin`]: seeding seats and opening, closing or re-pacing an event's queue.
-//! - [`outbox_pump`]: the local event source mapping (outbox table stream → `outbox-stream`).
+//! - [`stream_pump`]: the local event source mappings (outbox table stream → `outbox-stream`,
+//!   seats table stream → `availability`).
 //! - [`dev`]: `lineup dev`, the whole on-sale on one machine: the API as API Gateway would call
 //!   the functions, the schedules, the waiting-room page, a payment provider and a ticket desk.
 //! - [`simulate`]: `lineup simulate`, a crowd driven through the local API, with a report and
@@ -22,9 +23,9 @@ pub mod dev;
 pub mod endpoints;
 pub mod event_admin;
 pub mod local_stack;
-pub mod outbox_pump;
 pub mod plan;
 pub mod simulate;
+pub mod stream_pump;
 pub mod venue;
 pub mod verify_draw;
 

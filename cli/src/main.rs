@@ -87,7 +87,7 @@ fn operator() -> String {
 
 async fn seed(args: SeedArgs) -> Result<(), Failure> {
     let event = event_id(&args.event)?;
-    let seats = args.venue.layout()?;
+    let layout = args.venue.layout()?;
     let ledger = args.endpoints.ledger().await?;
     let records = args.endpoints.records().await?;
     if args.create_tables {
@@ -95,18 +95,24 @@ async fn seed(args: SeedArgs) -> Result<(), Failure> {
         records.create_table().await?;
     }
     let now = SystemTime::now();
-    event_admin::seed(&ledger, &event, &seats, now).await?;
     let queue = args.endpoints.queue()?;
+    let started = std::time::Instant::now();
+    event_admin::seed(&ledger, &records, &queue, &event, &layout, now).await?;
     let admin = admin(&queue, &records);
     admin
         .record(
             &event,
             "seed",
-            serde_json::json!({ "seats": seats.len() }),
+            serde_json::json!({ "seats": layout.seat_count(), "layout": layout.version() }),
             now,
         )
         .await?;
-    println!("seeded {} seats for event {event}", seats.len());
+    println!(
+        "seeded {} seats for event {event} (layout {}) in {:.1} s",
+        layout.seat_count(),
+        layout.version(),
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
@@ -149,7 +155,6 @@ async fn event(action: EventAction) -> Result<(), Failure> {
             return Ok(());
         }
         EventAction::Show { .. } => {
-            let ledger = endpoints.ledger().await?;
             let settings = match records.event(&event).await? {
                 Some(record) => record.settings,
                 None => queue
@@ -158,7 +163,8 @@ async fn event(action: EventAction) -> Result<(), Failure> {
                     .ok_or_else(|| format!("no event {event} is configured"))?,
             };
             println!("{}", event_admin::describe(&event, &settings));
-            println!("{}", event_admin::seat_counts(&ledger, &event, now).await?);
+            let board = queue.availability_board();
+            println!("{}", event_admin::seat_counts(&board, &event).await?);
             return Ok(());
         }
     };

@@ -2,14 +2,18 @@
 //! ids a page can lay out (`FLR-A-07`: section code, row, seat number).
 
 use lineup::ids::SeatId;
+use lineup::layout::{LayoutError, SeatLayout};
 use lineup::ledger::NewSeat;
 
 /// The flags that describe a venue (`lineup dev`, `lineup seed`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct VenueArgs {
-    /// How many seats (moto slows down with big tables: 1,000 is comfortable locally).
+    /// How many seats (an 80,000-seat stadium seeds locally in a few minutes).
     #[arg(long, default_value_t = 1000)]
     pub seats: usize,
+    /// Seats per row.
+    #[arg(long, default_value_t = SEATS_PER_ROW)]
+    pub seats_per_row: usize,
     /// Sections and their prices (minor units of the currency), seats spread evenly over them.
     #[arg(long, default_value = "Floor=150000,Lower=99000,Upper=55000")]
     pub sections: String,
@@ -18,12 +22,19 @@ pub struct VenueArgs {
 }
 
 impl VenueArgs {
-    pub fn layout(&self) -> Result<Vec<NewSeat>, VenueError> {
-        layout(self.seats, &parse_sections(&self.sections)?, &self.currency)
+    /// The seat layout these flags describe.
+    pub fn layout(&self) -> Result<SeatLayout, VenueError> {
+        let seats = layout(
+            self.seats,
+            &parse_sections(&self.sections)?,
+            &self.currency,
+            self.seats_per_row,
+        )?;
+        Ok(SeatLayout::from_seats(&seats)?)
     }
 }
 
-/// Seats per row in generated layouts.
+/// Seats per row in generated layouts, unless told otherwise.
 pub const SEATS_PER_ROW: usize = 20;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +58,13 @@ pub enum VenueError {
     Empty,
     #[error("currency must be a three-letter code such as KRW, not {0:?}")]
     Currency(String),
+    #[error(
+        "seats per row must be from 1 to {}",
+        lineup::layout::MAX_SEATS_PER_ROW
+    )]
+    SeatsPerRow,
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
 }
 
 /// `Floor=150000,Lower=99000,Upper=55000`.
@@ -92,14 +110,19 @@ pub fn parse_sections(raw: &str) -> Result<Vec<Section>, VenueError> {
 }
 
 /// `seats` seats spread over the sections as evenly as possible (earlier sections take the
-/// remainder), each section in rows of [`SEATS_PER_ROW`]: `FLR-A-01`..`FLR-A-20`, `FLR-B-01`...
+/// remainder), each section in rows of `per_row`, nearest the stage first: `FLO-A-01`..`FLO-A-20`,
+/// `FLO-B-01`...
 pub fn layout(
     seats: usize,
     sections: &[Section],
     currency: &str,
+    per_row: usize,
 ) -> Result<Vec<NewSeat>, VenueError> {
     if seats == 0 || sections.is_empty() {
         return Err(VenueError::Empty);
+    }
+    if per_row == 0 || per_row > lineup::layout::MAX_SEATS_PER_ROW {
+        return Err(VenueError::SeatsPerRow);
     }
     if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_uppercase()) {
         return Err(VenueError::Currency(currency.to_owned()));
@@ -108,17 +131,14 @@ pub fn layout(
     for (index, section) in sections.iter().enumerate() {
         let count = seats / sections.len() + usize::from(index < seats % sections.len());
         for n in 0..count {
-            let id = format!(
-                "{}-{}-{:02}",
-                section.code,
-                row_name(n / SEATS_PER_ROW),
-                n % SEATS_PER_ROW + 1
-            );
+            let row = row_name(n / per_row);
+            let id = format!("{}-{}-{:02}", section.code, row, n % per_row + 1);
             // Letters, digits and dashes: always a valid seat id.
             let seat_id = SeatId::parse(&id).map_err(|_| VenueError::SectionName(id.clone()))?;
             layout.push(NewSeat {
                 seat_id,
                 section: section.name.clone(),
+                row,
                 price: section.price,
                 currency: currency.to_owned(),
             });
@@ -127,14 +147,17 @@ pub fn layout(
     Ok(layout)
 }
 
-/// Rows A..Z, then AA, AB...
+/// Rows A..Z, then AA..ZZ, then AAA... (as spreadsheet columns are named).
 fn row_name(row: usize) -> String {
-    let letter = |n: usize| char::from(b'A' + (n % 26) as u8);
-    if row < 26 {
-        letter(row).to_string()
-    } else {
-        format!("{}{}", letter(row / 26 - 1), letter(row))
+    let mut name = Vec::new();
+    let mut n = row + 1;
+    while n > 0 {
+        n -= 1;
+        name.push(b'A' + (n % 26) as u8);
+        n /= 26;
     }
+    name.reverse();
+    String::from_utf8(name).expect("ASCII letters")
 }
 
 #[cfg(test)]
@@ -165,7 +188,7 @@ mod tests {
     #[test]
     fn a_layout_spreads_seats_over_sections_in_rows_with_unique_ids() {
         let sections = parse_sections("Floor=150000,Lower=99000,Upper=55000").unwrap();
-        let seats = layout(1000, &sections, "KRW").unwrap();
+        let seats = layout(1000, &sections, "KRW", SEATS_PER_ROW).unwrap();
         assert_eq!(seats.len(), 1000);
         let per_section = |name: &str| seats.iter().filter(|s| s.section == name).count();
         assert_eq!(
@@ -181,11 +204,36 @@ mod tests {
         assert_eq!(seats[0].seat_id.as_str(), "FLO-A-01");
         assert_eq!(seats[20].seat_id.as_str(), "FLO-B-01");
         assert_eq!(seats[333].seat_id.as_str(), "FLO-Q-14");
+        assert_eq!(seats[20].row, "B");
         assert_eq!(row_name(26), "AA");
+        assert_eq!(row_name(701), "ZZ");
+        assert_eq!(row_name(702), "AAA");
         assert_eq!(
-            layout(10, &sections, "won").unwrap_err(),
+            layout(10, &sections, "won", 20).unwrap_err(),
             VenueError::Currency("won".into())
         );
-        assert_eq!(layout(0, &sections, "KRW").unwrap_err(), VenueError::Empty);
+        assert_eq!(
+            layout(0, &sections, "KRW", 20).unwrap_err(),
+            VenueError::Empty
+        );
+        assert_eq!(
+            layout(10, &sections, "KRW", 0).unwrap_err(),
+            VenueError::SeatsPerRow
+        );
+    }
+
+    #[test]
+    fn a_stadium_has_unique_seat_ids_and_rows() {
+        let sections = parse_sections("Floor=150000,Lower=99000,Upper=55000").unwrap();
+        let venue = VenueArgs {
+            seats: 80_000,
+            seats_per_row: 40,
+            sections: "Floor=150000,Lower=99000,Upper=55000".into(),
+            currency: "KRW".into(),
+        };
+        let layout = venue.layout().unwrap();
+        assert_eq!(layout.seat_count(), 80_000);
+        assert_eq!(layout.sections().len(), sections.len());
+        assert_eq!(layout.sections()[0].rows.len(), 667);
     }
 }

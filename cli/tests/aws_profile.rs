@@ -57,15 +57,17 @@ impl Stage {
             .map(|n| NewSeat {
                 seat_id: SeatId::parse(&format!("A-{n:03}")).unwrap(),
                 section: "Floor".to_owned(),
+                row: "A".to_owned(),
                 price: 5000,
                 currency: "EUR".to_owned(),
             })
             .collect();
         let now = SystemTime::now();
-        event_admin::seed(&ledger, &event, &seats, now)
+        let queue = RedisQueue::new(&redis_url, Duration::from_secs(2)).expect("redis");
+        let layout = lineup::layout::SeatLayout::from_seats(&seats).expect("layout");
+        event_admin::seed(&ledger, &records, &queue, &event, &layout, now)
             .await
             .expect("seed");
-        let queue = RedisQueue::new(&redis_url, Duration::from_secs(2)).expect("redis");
         let admin = event_admin::EventAdmin::new(&queue, &records, "a test");
         admin
             .open(&event, &SettingsChange::default(), now)

@@ -16,6 +16,7 @@ use futures::future::join_all;
 use serde::Serialize;
 use tokio::time::{Instant, MissedTickBehavior};
 
+use crate::availability::rebuild::{AvailabilityRebuild, RebuildOutcome};
 use crate::clock::Clock;
 use crate::draw;
 use crate::event_records::{AdmissionCursor, DrawPublication, EventRecords};
@@ -52,6 +53,9 @@ pub struct AdmissionPorts<'a> {
     pub records: &'a dyn EventRecords,
     pub publication: &'a dyn DrawPublication,
     pub restorer: &'a Restorer,
+    /// Checks each open event's seat availability projection, rebuilding a lost one (`None`:
+    /// not checked, for an admitter of queues alone, as in the queue's tests).
+    pub availability: Option<&'a AvailabilityRebuild<'a>>,
 }
 
 pub struct AdmissionLoop<'a> {
@@ -62,6 +66,8 @@ pub struct AdmissionLoop<'a> {
     saved: Mutex<HashMap<EventId, AdmissionCursor>>,
     /// DynamoDB's open events as last read, and when.
     durable: Mutex<Option<(Instant, Vec<EventId>)>>,
+    /// When the seat availability projections were last checked.
+    availability_checked: Mutex<Option<Instant>>,
 }
 
 impl<'a> AdmissionLoop<'a> {
@@ -72,6 +78,7 @@ impl<'a> AdmissionLoop<'a> {
             tick,
             saved: Mutex::new(HashMap::new()),
             durable: Mutex::new(None),
+            availability_checked: Mutex::new(None),
         }
     }
 
@@ -343,10 +350,48 @@ impl<'a> AdmissionLoop<'a> {
             }
         }
         summary.failed_event_ticks += failed;
+        self.check_availability(&events).await;
         // One event failing is that event's problem; every event failing is the tick's.
         match last_failure {
             Some(error) if failed == events.len() as u64 => Err(error),
             _ => Ok(()),
+        }
+    }
+}
+
+impl AdmissionLoop<'_> {
+    /// Every [`DURABLE_LIST_EVERY`], makes sure each open event's seat availability projection
+    /// exists (one Redis read each), rebuilding one the cache lost. Failures are logged: the next
+    /// check tries again, and holds never depend on the projection being right.
+    async fn check_availability(&self, events: &[EventId]) {
+        let Some(availability) = self.ports.availability else {
+            return;
+        };
+        {
+            let mut checked = self
+                .availability_checked
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if checked.is_some_and(|at| at.elapsed() < DURABLE_LIST_EVERY) {
+                return;
+            }
+            *checked = Some(Instant::now());
+        }
+        let checks = events.iter().map(|event| availability.ensure(event));
+        for (event, outcome) in events.iter().zip(join_all(checks).await) {
+            match outcome {
+                Ok(RebuildOutcome::Rebuilt { seats }) => {
+                    crate::metrics::emit(
+                        &[("EventId", event.as_str())],
+                        &[("AvailabilityRebuilt", 1.0, crate::metrics::Unit::Count)],
+                    );
+                    tracing::warn!(event = %event, seats, "seat availability was missing and is rebuilt");
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(event = %event, error = &error as &(dyn std::error::Error + 'static), "could not check the seat availability");
+                }
+            }
         }
     }
 }

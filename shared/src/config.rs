@@ -337,6 +337,8 @@ impl JoinConfig {
 pub struct HoldConfig {
     pub queue: QueueFunctionConfig,
     pub ledger: LedgerConfig,
+    /// Where the seat layouts are stored.
+    pub events: EventsTableConfig,
     pub origin: Option<KeySource<OriginSecret>>,
 }
 
@@ -349,6 +351,7 @@ impl HoldConfig {
         Ok(Self {
             queue: QueueFunctionConfig::from_lookup(lookup)?,
             ledger: LedgerConfig::from_lookup(lookup)?,
+            events: EventsTableConfig::from_lookup(lookup)?,
             origin: origin_secret(lookup)?,
         })
     }
@@ -390,6 +393,8 @@ impl ConfirmConfig {
 pub struct AdmitConfig {
     pub redis: RedisSettings,
     pub events: EventsTableConfig,
+    /// The seats table, read (by key) only to rebuild a lost availability projection.
+    pub ledger: LedgerConfig,
     pub tick: Duration,
     pub run: Duration,
 }
@@ -406,6 +411,7 @@ impl AdmitConfig {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
             events: EventsTableConfig::from_lookup(lookup)?,
+            ledger: LedgerConfig::from_lookup(lookup)?,
             tick: millis(lookup, "ADMIT_TICK_MS", Self::DEFAULT_TICK)?,
             run: millis(lookup, "ADMIT_RUN_MS", Self::DEFAULT_RUN)?,
         })
@@ -453,6 +459,24 @@ impl OutboxStreamConfig {
     }
 }
 
+/// `availability`: Redis, where the seats table's stream is projected.
+#[derive(Debug, Clone)]
+pub struct AvailabilityConfig {
+    pub redis: RedisSettings,
+}
+
+impl AvailabilityConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            redis: RedisSettings::from_lookup(lookup)?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -496,10 +520,13 @@ mod tests {
 
     #[test]
     fn minimal_settings_take_defaults() {
-        let config = AdmitConfig::from_lookup(&lookup(&with(
-            &EVENTS,
-            &[("REDIS_URL", "redis://127.0.0.1:6379")],
-        )))
+        let config = AdmitConfig::from_lookup(&lookup(
+            &with(&EVENTS, &[("REDIS_URL", "redis://127.0.0.1:6379")])
+                .into_iter()
+                .chain(AWS)
+                .chain(TABLES)
+                .collect::<Vec<_>>(),
+        ))
         .expect("admit needs no secret");
         assert_eq!(config.events.table, "events");
         assert_eq!(config.tick, AdmitConfig::DEFAULT_TICK);
@@ -598,10 +625,16 @@ mod tests {
                 .into_iter()
                 .chain(AWS)
                 .chain(TABLES)
+                .chain(EVENTS)
                 .collect::<Vec<_>>(),
         ))
         .expect("hold needs no webhook secret");
         assert_eq!(hold.ledger.tables.seats, "seats");
+        assert_eq!(hold.events.table, "events");
+        assert!(
+            AvailabilityConfig::from_lookup(&lookup(&redis)).is_ok(),
+            "availability needs Redis only"
+        );
 
         assert!(ExpireConfig::from_lookup(&lookup(
             &redis
@@ -679,7 +712,7 @@ mod tests {
         ));
         assert!(matches!(
             AdmitConfig::from_lookup(&lookup(&with(
-                &EVENTS,
+                &[EVENTS.as_slice(), TABLES.as_slice(), AWS.as_slice()].concat(),
                 &[("REDIS_URL", "redis://x"), ("ADMIT_TICK_MS", "0")]
             ))),
             Err(ConfigError::NotMillis {
@@ -689,7 +722,7 @@ mod tests {
         ));
         assert!(matches!(
             AdmitConfig::from_lookup(&lookup(&with(
-                &EVENTS,
+                &[EVENTS.as_slice(), TABLES.as_slice(), AWS.as_slice()].concat(),
                 &[("REDIS_URL", "redis://x"), ("ADMIT_RUN_MS", "soon")]
             ))),
             Err(ConfigError::NotMillis {

@@ -23,6 +23,9 @@ pub enum HoldRefused {
     /// The seats of this hold, with those the customer already bought, pass the event's limit.
     #[error("this hold would take you past the event's limit of {limit} tickets per customer")]
     TicketLimitReached { limit: u32 },
+    /// Best available found no row of the section with that many available seats together.
+    #[error("no row of {section} has {quantity} available seats together; ask for fewer, another section, or pick seats")]
+    NoSeatsTogether { section: String, quantity: usize },
 }
 
 /// Why a payment webhook was refused although it was signed: each is final for this request,
@@ -135,6 +138,11 @@ pub enum LineupError {
     #[error("call the API through its public (CloudFront) address")]
     DirectAccessRefused,
 
+    /// The seat availability is being rebuilt after a cache loss: the seat map and best
+    /// available wait a few seconds (exact holds still work).
+    #[error("seat availability is being rebuilt; try again in a few seconds")]
+    AvailabilityRebuilding,
+
     /// The pre-queue draw is not published yet (or there is no such chunk).
     #[error("the draw is not published; it is, in the first seconds after opening")]
     DrawNotPublished,
@@ -186,7 +194,9 @@ impl LineupError {
             | Self::RouteNotFound { .. }
             | Self::DrawNotPublished => StatusCode::NOT_FOUND,
             Self::QueueClosed => StatusCode::CONFLICT,
-            Self::QueueUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::QueueUnavailable(_) | Self::AvailabilityRebuilding => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::QueueFailure(_) | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
@@ -206,6 +216,7 @@ impl LineupError {
                 HoldRefused::PriceChanged(_) => "price_changed",
                 HoldRefused::HoldExists { .. } => "hold_exists",
                 HoldRefused::TicketLimitReached { .. } => "ticket_limit_reached",
+                HoldRefused::NoSeatsTogether { .. } => "no_seats_together",
             },
             Self::PaymentRefused(refused) => match refused {
                 PaymentRefused::OrderMismatch => "order_mismatch",
@@ -223,6 +234,7 @@ impl LineupError {
             Self::RouteNotFound { .. } => "route_not_found",
             Self::QueueClosed => "queue_closed",
             Self::DrawNotPublished => "draw_not_published",
+            Self::AvailabilityRebuilding => "availability_rebuilding",
             Self::DirectAccessRefused => "direct_access_refused",
             Self::AccessDenied(_) => "access_denied",
             Self::ClaimRequired { .. } => "claim_required",
@@ -277,9 +289,10 @@ impl LineupError {
     /// Seconds a client should wait before retrying, for errors that are worth retrying.
     pub fn retry_after_seconds(&self) -> Option<u32> {
         match self {
-            Self::QueueUnavailable(_) | Self::SeatStoreUnavailable(_) | Self::PublishFailed(_) => {
-                Some(2)
-            }
+            Self::QueueUnavailable(_)
+            | Self::SeatStoreUnavailable(_)
+            | Self::PublishFailed(_)
+            | Self::AvailabilityRebuilding => Some(2),
             _ => None,
         }
     }

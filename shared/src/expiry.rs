@@ -1,11 +1,13 @@
 //! The `expire` function's work, once a minute: return lapsed holds' seats to AVAILABLE and mark
 //! their orders EXPIRED (the seat map and order status become true; correctness never waited for
-//! this), then close the queue of every open event whose seats are all sold.
+//! this), then close the queue of every open event whose seats are all sold (counted from the
+//! availability projection: no table read).
 
 use serde::Serialize;
 
+use crate::availability::AvailabilityBoard;
 use crate::clock::Clock;
-use crate::ledger::{HoldSweeper, SeatLedger, SeatStatus, SweepReport};
+use crate::ledger::{HoldSweeper, SweepReport};
 use crate::queue::{Admitter, EventSettingsStore};
 use crate::LineupError;
 
@@ -20,7 +22,7 @@ pub struct ExpiryReport {
 
 pub struct Expiry<'a> {
     pub sweeper: &'a dyn HoldSweeper,
-    pub ledger: &'a dyn SeatLedger,
+    pub seats: &'a dyn AvailabilityBoard,
     pub events: &'a dyn Admitter,
     pub settings: &'a dyn EventSettingsStore,
     pub clock: &'a dyn Clock,
@@ -33,30 +35,29 @@ impl Expiry<'_> {
         let swept = self.sweeper.expire_lapsed(now).await;
         let mut sold_out = Vec::new();
         for event in self.events.open_events().await? {
-            let seats = match self.ledger.seat_map(&event, now).await {
-                Ok(seats) => seats,
+            let counts = match self.seats.counts(&event).await {
+                Ok(Some(counts)) => counts,
+                // No seats seeded, or the projection is being rebuilt: the next sweep counts.
+                Ok(None) => continue,
                 Err(error) => {
-                    tracing::warn!(event = %event, error = %error, "could not read the seat map for the sold-out check");
+                    tracing::warn!(event = %event, error = %error, "could not count the seats for the sold-out check");
                     continue;
                 }
             };
             // The public status shows what is left (sold seats excepted; held ones may lapse back).
-            let left = seats
-                .iter()
-                .filter(|seat| seat.status != SeatStatus::Sold)
-                .count() as u64;
+            let left = counts.seats - counts.sold;
             if let Err(error) = self.settings.set_seats_left(&event, left).await {
                 tracing::warn!(event = %event, error = %error, "could not record the seats left");
             }
             // Sold out: seats exist and none is AVAILABLE or HELD (a held seat may still lapse back).
-            if !seats.is_empty() && left == 0 {
+            if counts.seats > 0 && left == 0 {
                 self.settings.close(&event, true).await?;
                 // A closed event is no longer ticked: one last tick publishes its status (at the
                 // time of the closing, not of the sweep's start, so it is the newest).
                 if let Err(error) = self.events.admit_tick(&event, self.clock.now()).await {
                     tracing::warn!(event = %event, error = %error, "could not publish the sold-out status");
                 }
-                tracing::info!(event = %event, seats = seats.len(), "sold out: queue closed");
+                tracing::info!(event = %event, seats = counts.seats, "sold out: queue closed");
                 sold_out.push(event.as_str().to_owned());
             }
         }

@@ -19,16 +19,26 @@
 //! - [`queue`]: the queue ports and their Redis adapter (one Lua script per operation).
 //! - [`place_restore`]: after a cache loss, putting an event and its customers back.
 //! - [`ledger`]: seats, holds, orders and payments: the ports and their DynamoDB adapter.
+//! - [`layout`]: an event's sections, rows and seats in order, published under a version.
+//! - [`seeding`]: writing an event's seats from a layout, never over a seat in use.
+//! - [`availability`]: which seats are free, a bitset per event in Redis kept from the seats
+//!   table's stream (the public seat map), and its rebuild after a cache loss.
+//! - [`best_available`]: choosing n seats together in a section.
+//! - [`layout_catalogue`]: the layouts and recent seat changes a `hold` instance keeps in memory.
 //! - [`webhook_signature`]: verifying (and, for tests, making) payment webhook signatures.
 //! - [`outbox`]: the outbox event, the SQS publisher and the DynamoDB Streams handler.
 //! - [`expiry`]: the scheduled sweep of lapsed holds, and closing sold-out queues.
 //! - [`wait_policy`]: how long a waiting customer should wait before polling again, and the ETA.
 //! - [`admission`]: the admit loop the scheduled `admit` function runs.
-//! - [`http`]: the API Gateway handlers (`join`, `poll`, `hold`, `confirm`) and their plumbing.
+//! - [`stream_batch`]: Lambda's DynamoDB stream batch contract (partial batch failures).
+//! - [`http`]: the API Gateway handlers (`join`, `poll`, `hold`, `confirm`, the public routes)
+//!   and their plumbing.
 
 pub mod access_token;
 pub mod admission;
+pub mod availability;
 pub mod aws;
+pub mod best_available;
 pub mod clock;
 pub mod config;
 pub mod draw;
@@ -38,6 +48,8 @@ pub mod event_settings;
 pub mod expiry;
 pub mod http;
 pub mod ids;
+pub mod layout;
+pub mod layout_catalogue;
 pub mod ledger;
 pub mod logging;
 pub mod metrics;
@@ -45,8 +57,10 @@ pub mod outbox;
 pub mod place_restore;
 pub mod queue;
 pub mod secrets;
+pub mod seeding;
 pub mod signing;
 pub mod status;
+pub mod stream_batch;
 pub mod wait_policy;
 pub mod webhook_signature;
 

@@ -113,6 +113,18 @@ pub async fn private_records() -> Arc<DynamoEventRecords> {
     Arc::new(records)
 }
 
+/// The public routes over the shared Redis and `records`.
+pub fn public_api(records: Arc<DynamoEventRecords>) -> lineup::http::public::PublicApi {
+    let queue = queue();
+    lineup::http::public::PublicApi {
+        seats: Arc::new(queue.availability_board()),
+        board: queue,
+        draw: records.clone(),
+        layouts: records,
+        layout_documents: Arc::default(),
+    }
+}
+
 /// What restores events and customers after a cache loss, over `queue` and the shared table.
 pub async fn restorer(queue: Arc<RedisQueue>) -> Arc<Restorer> {
     let records = records().await;
@@ -139,6 +151,7 @@ impl Admission {
     /// One tick of `event` at `now`: admit, draw if due, publish the status, save the cursor.
     pub async fn tick(&self, event: &EventId, now: SystemTime) -> TickReport {
         let ports = AdmissionPorts {
+            availability: None,
             admitter: &*self.queue,
             draw: &*self.queue,
             records: &*self.records,
@@ -463,12 +476,16 @@ async fn redis_key_content(connection: &mut redis::aio::MultiplexedConnection, k
             serde_json::to_value(items)
         }
         "string" => {
-            let text: String = redis::cmd("GET")
+            // Bitsets (the seat map) are not text: compared as hex.
+            let bytes: Vec<u8> = redis::cmd("GET")
                 .arg(key)
                 .query_async(connection)
                 .await
                 .expect("GET");
-            Ok(Value::String(text))
+            Ok(Value::String(match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(binary) => hex::encode(binary.into_bytes()),
+            }))
         }
         _ => {
             let dump: Vec<u8> = redis::cmd("DUMP")

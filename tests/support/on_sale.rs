@@ -9,16 +9,19 @@ use std::time::{Duration, SystemTime};
 use lambda_http::{Body, Request, Response};
 use lineup::clock::{Clock, FixedClock};
 use lineup::draw::DrawSeed;
+use lineup::event_records::dynamo::DynamoEventRecords;
 use lineup::event_settings::{EventSettings, QueueState};
 use lineup::http::confirm::{self, ConfirmApi};
 use lineup::http::holds::{self, HoldApi};
 use lineup::http::{poll, QueueApi};
 use lineup::ids::{CustomerId, EventId, SeatId};
+use lineup::layout::SeatLayout;
 use lineup::ledger::dynamo::tables::create_tables;
 use lineup::ledger::dynamo::{DynamoLedger, TableNames};
 use lineup::ledger::NewSeat;
 use lineup::queue::redis::RedisQueue;
 use lineup::queue::{Admitter, EventSettingsStore, WaitingLine};
+use lineup::seeding::{SeedOutcome, Seeding};
 use lineup::webhook_signature::WebhookSecret;
 use serde_json::Value;
 
@@ -59,6 +62,29 @@ pub struct OnSale {
     pub queue_api: QueueApi,
     pub hold_api: HoldApi,
     pub confirm_api: ConfirmApi,
+    /// The events table (shared by the tests) the layout is stored in.
+    pub records: Arc<DynamoEventRecords>,
+    /// The layout seeded (`None`: an event without seats).
+    pub layout: Option<SeatLayout>,
+}
+
+/// `seats` seats `A-001`.. at 12,000 each (KRW): even numbers in `Floor`, odd in `Balcony`, in
+/// rows of ten by number.
+pub fn small_layout(seats: usize) -> SeatLayout {
+    let new_seats: Vec<NewSeat> = (1..=seats)
+        .map(|n| NewSeat {
+            seat_id: seat(n),
+            section: if n % 2 == 0 {
+                "Floor".to_owned()
+            } else {
+                "Balcony".to_owned()
+            },
+            row: format!("R{}", (n - 1) / 10),
+            price: 12_000,
+            currency: CURRENCY.to_owned(),
+        })
+        .collect();
+    SeatLayout::from_seats(&new_seats).expect("a valid layout")
 }
 
 impl OnSale {
@@ -69,6 +95,12 @@ impl OnSale {
 
     /// The same on a Redis of the caller's (a test that flushes it needs its own).
     pub async fn with_seats_on(seats: usize, queue: Arc<RedisQueue>) -> Self {
+        Self::with_layout_on((seats > 0).then(|| small_layout(seats)), queue).await
+    }
+
+    /// An on-sale of `layout`'s seats (seeded as an operator does; none if `None`), on
+    /// `queue`'s Redis.
+    pub async fn with_layout_on(layout: Option<SeatLayout>, queue: Arc<RedisQueue>) -> Self {
         let dynamo = dynamo().await;
         let tables = TableNames {
             seats: unique("seats"),
@@ -80,22 +112,19 @@ impl OnSale {
             .expect("create tables");
         let ledger = Arc::new(DynamoLedger::new(dynamo.clone(), tables.clone()));
         let event = fresh_event();
-        let new_seats: Vec<NewSeat> = (1..=seats)
-            .map(|n| NewSeat {
-                seat_id: seat(n),
-                section: if n % 2 == 0 {
-                    "Floor".to_owned()
-                } else {
-                    "Balcony".to_owned()
-                },
-                price: 12_000,
-                currency: CURRENCY.to_owned(),
-            })
-            .collect();
-        ledger
-            .seed_seats(&event, &new_seats, SystemTime::now())
+        let records = crate::records().await;
+        let board = Arc::new(queue.availability_board());
+        if let Some(layout) = &layout {
+            let seeded = Seeding {
+                ledger: &ledger,
+                layouts: records.as_ref(),
+                board: board.as_ref(),
+            }
+            .seed(&event, layout, SystemTime::now())
             .await
             .expect("seed seats");
+            assert!(matches!(seeded, SeedOutcome::Seeded { .. }), "{seeded:?}");
+        }
 
         let clock = Arc::new(FixedClock::at(SystemTime::now()));
         let settings = EventSettings {
@@ -124,6 +153,8 @@ impl OnSale {
             admissions: queue.clone(),
             key: signing_key().into(),
             clock: clock.clone(),
+            board,
+            layouts: records.clone(),
             catalogue: Arc::default(),
         };
         let confirm_api = ConfirmApi {
@@ -143,6 +174,8 @@ impl OnSale {
             queue_api,
             hold_api,
             confirm_api,
+            records,
+            layout,
         }
     }
 
@@ -281,16 +314,56 @@ impl OnSale {
     }
 
     /// The event's seat map as `customer` asks for it, through the sample event.
-    pub async fn seat_map(&self, customer: &CustomerId) -> Response<Body> {
-        holds::handle(
-            &self.hold_api,
+    /// `GET /events/{eventId}/seats` (public) through the `status` function's handler.
+    pub async fn seat_map(&self) -> Response<Body> {
+        lineup::http::public::handle(
+            &crate::public_api(self.records.clone()),
             request(&route(
                 &sample("seats.json"),
                 &[("eventId", self.event.as_str())],
-                Some(customer),
+                None,
             )),
         )
         .await
+    }
+
+    /// Feeds everything the seats table's stream holds so far, in order, to the `availability`
+    /// handler, as its event source mapping would (applying records again is harmless).
+    pub async fn sync_availability(&self) {
+        let records = crate::stream::lambda_event_from_stream(&self.tables.seats).await;
+        let board = self.queue.availability_board();
+        let response = lineup::availability::stream::handle(
+            &board,
+            lambda_runtime::LambdaEvent::new(records, lambda_runtime::Context::default()),
+        )
+        .await
+        .expect("a stream event");
+        assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    }
+
+    /// The seats the public seat map shows available, by id (the bits over the layout).
+    pub async fn available_seats(&self) -> std::collections::BTreeSet<String> {
+        let map = self.seat_map().await;
+        assert_eq!(map.status(), 200, "{}", body(&map));
+        let map = body(&map);
+        let layout = self.layout.as_ref().expect("a seeded layout");
+        assert_eq!(map["layoutVersion"], layout.version());
+        let mut ids = layout.seats().map(|(_, seat)| seat.seat_id);
+        let mut available = std::collections::BTreeSet::new();
+        for section in map["sections"].as_array().expect("sections") {
+            let bits = base64::Engine::decode(
+                &base64::engine::general_purpose::STANDARD,
+                section["bits"].as_str().expect("bits"),
+            )
+            .expect("base64");
+            for index in 0..section["seats"].as_u64().expect("seats") as usize {
+                let id = ids.next().expect("as many seats as the layout");
+                if bits[index / 8] & (0x80 >> (index % 8)) != 0 {
+                    available.insert(id.as_str().to_owned());
+                }
+            }
+        }
+        available
     }
 
     async fn scan(&self, table: &str) -> Vec<BTreeMap<String, Value>> {

@@ -8,7 +8,7 @@ use crate::aws::{dynamo, dynamodb_streams};
 
 /// The Lambda event for everything the table's stream holds so far.
 pub async fn lambda_event_from_stream(table: &str) -> Value {
-    let arn = lineup_cli::outbox_pump::stream_arn(&dynamo().await, table)
+    let arn = lineup_cli::stream_pump::stream_arn(&dynamo().await, table)
         .await
         .expect("the table has a stream");
     json!({ "Records": stream_records(&arn).await })
@@ -16,7 +16,7 @@ pub async fn lambda_event_from_stream(table: &str) -> Value {
 
 /// Every record of the stream so far, in order, each shaped as Lambda delivers it.
 pub async fn stream_records(stream_arn: &str) -> Vec<Value> {
-    lineup_cli::outbox_pump::read_all(&dynamodb_streams().await, stream_arn)
+    lineup_cli::stream_pump::read_all(&dynamodb_streams().await, stream_arn)
         .await
         .expect("read the stream")
 }

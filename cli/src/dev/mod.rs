@@ -9,7 +9,7 @@
 //!   ticket desk consuming the ticket queue (`/dev/tickets`, [`ticket_desk`]).
 //!
 //! Beside it run the schedules ([`schedules`]: admission, expiry) and the outbox pump
-//! ([`crate::outbox_pump`]). Ctrl-C stops all of it, and the services it started.
+//! ([`crate::stream_pump`]). Ctrl-C stops all of it, and the services it started.
 
 pub mod api_gateway;
 pub mod edge_cache;
@@ -50,7 +50,7 @@ use tower_http::services::ServeDir;
 use crate::endpoints::{self, LOCAL_MOTO_PORT, LOCAL_REDIS_PORT};
 use crate::event_admin::{self, SettingsChange};
 use crate::local_stack::{CacheDir, LocalStack, StackError, StackPorts};
-use crate::outbox_pump::{self, OutboxPump, PumpError};
+use crate::stream_pump::{self, AvailabilityStream, OutboxStream, PumpError, StreamPump};
 use crate::venue::{self, VenueError};
 use api_gateway::{error, Functions};
 use lineup::event_records::dynamo::DynamoEventRecords;
@@ -270,7 +270,7 @@ async fn prepare(
     args: &DevArgs,
     stack: &LocalStack,
     event: EventId,
-    seats: &[lineup::ledger::NewSeat],
+    seats: &lineup::layout::SeatLayout,
     signing_key: SigningKey,
     webhook_secret: WebhookSecret,
 ) -> Result<Prepared, DevError> {
@@ -300,16 +300,24 @@ async fn prepare(
 
     eprintln!(
         "lineup dev: seeding {} seats for event {event}",
-        seats.len()
+        seats.seat_count()
     );
-    event_admin::seed(&ledger, &event, seats, SystemTime::now()).await?;
     let admin_queue = queue()?;
+    event_admin::seed(
+        &ledger,
+        &records,
+        &admin_queue,
+        &event,
+        seats,
+        SystemTime::now(),
+    )
+    .await?;
     let admin = event_admin::EventAdmin::new(&admin_queue, &records, "lineup dev");
     admin
         .record(
             &event,
             "seed",
-            serde_json::json!({ "seats": seats.len() }),
+            serde_json::json!({ "seats": seats.seat_count(), "layout": seats.version() }),
             SystemTime::now(),
         )
         .await?;
@@ -330,6 +338,8 @@ async fn prepare(
 
     let line = Arc::new(queue()?);
     let durable = Arc::new(records.clone());
+    let board: Arc<dyn lineup::availability::AvailabilityBoard> =
+        Arc::new(line.availability_board());
     let functions = Arc::new(Functions {
         queue: QueueApi {
             line: line.clone(),
@@ -347,6 +357,8 @@ async fn prepare(
             admissions: line.clone(),
             key: signing_key.into(),
             clock: Arc::new(SystemClock),
+            board: board.clone(),
+            layouts: durable.clone(),
             catalogue: Arc::default(),
         },
         confirm: ConfirmApi {
@@ -358,15 +370,27 @@ async fn prepare(
         },
         public: PublicApi {
             board: line,
-            draw: durable,
+            draw: durable.clone(),
+            seats: board.clone(),
+            layouts: durable,
+            layout_documents: Arc::default(),
         },
         edge: Arc::default(),
     });
 
-    let pump = OutboxPump {
+    let pump = StreamPump {
         streams: endpoints::dynamodb_streams(&aws),
-        stream_arn: outbox_pump::stream_arn(&dynamodb, &tables.outbox).await?,
-        publisher: Arc::new(SqsPublisher::new(sqs.clone(), ticket_queue_url.clone())),
+        stream_arn: stream_pump::stream_arn(&dynamodb, &tables.outbox).await?,
+        handler: Arc::new(OutboxStream(Arc::new(SqsPublisher::new(
+            sqs.clone(),
+            ticket_queue_url.clone(),
+        )))),
+        poll_every: Duration::from_millis(250),
+    };
+    let seat_pump = StreamPump {
+        streams: endpoints::dynamodb_streams(&aws),
+        stream_arn: stream_pump::stream_arn(&dynamodb, &tables.seats).await?,
+        handler: Arc::new(AvailabilityStream(board)),
         poll_every: Duration::from_millis(250),
     };
     let desk = ticket_desk::TicketDesk::default();
@@ -398,6 +422,7 @@ async fn prepare(
     background.spawn(schedules::admit_forever(
         queue()?,
         records,
+        ledger.clone(),
         Duration::from_millis(args.admit_tick_ms),
     ));
     background.spawn(schedules::expire_forever(
@@ -406,6 +431,7 @@ async fn prepare(
         Duration::from_secs(args.expire_every_seconds),
     ));
     background.spawn(pump.run());
+    background.spawn(seat_pump.run());
     background.spawn(desk.clone().consume(sqs, ticket_queue_url));
 
     Ok(Prepared {

@@ -10,7 +10,7 @@ pub enum Function {
     Poll,
     Hold,
     Confirm,
-    /// The public, cacheable routes (status, published draw).
+    /// The public, cacheable routes (status, published draw, seat availability and layout).
     Status,
 }
 
@@ -64,7 +64,6 @@ pub fn routes() -> Vec<Route> {
             Function::Poll,
             true,
         ),
-        route(Method::GET, "/events/{eventId}/seats", Function::Hold, true),
         route(
             Method::POST,
             "/events/{eventId}/holds",
@@ -102,6 +101,24 @@ pub fn routes() -> Vec<Route> {
             Function::Status,
             false,
         ),
+        route(
+            Method::GET,
+            "/events/{eventId}/seats",
+            Function::Status,
+            false,
+        ),
+        route(
+            Method::GET,
+            "/events/{eventId}/layout",
+            Function::Status,
+            false,
+        ),
+        route(
+            Method::GET,
+            "/events/{eventId}/layout/{version}",
+            Function::Status,
+            false,
+        ),
     ]
 }
 
@@ -132,7 +149,7 @@ mod tests {
     fn the_dev_server_serves_exactly_the_templates_routes() {
         let served: BTreeSet<String> = routes().iter().map(Route::key).collect();
         assert_eq!(served, template_routes());
-        assert_eq!(served.len(), 11);
+        assert_eq!(served.len(), 13);
     }
 
     /// Every operation under `paths:` in `openapi.yaml`, as `METHOD /path`, with whether it
@@ -230,7 +247,10 @@ mod tests {
                 "POST /orders/{orderId}/confirm",
                 "GET /events/{eventId}/status",
                 "GET /events/{eventId}/draw",
-                "GET /events/{eventId}/draw/{prefix}"
+                "GET /events/{eventId}/draw/{prefix}",
+                "GET /events/{eventId}/seats",
+                "GET /events/{eventId}/layout",
+                "GET /events/{eventId}/layout/{version}"
             ]
         );
         assert!(routes()

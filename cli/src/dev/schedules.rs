@@ -7,6 +7,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use lineup::admission::{AdmissionLoop, AdmissionPorts, AdmissionSummary};
+use lineup::availability::rebuild::AvailabilityRebuild;
 use lineup::clock::SystemClock;
 use lineup::event_records::dynamo::DynamoEventRecords;
 use lineup::expiry::Expiry;
@@ -15,16 +16,28 @@ use lineup::place_restore::Restorer;
 use lineup::queue::redis::RedisQueue;
 
 /// Admits from every open event's queue once per `tick`, until the task is dropped.
-pub async fn admit_forever(queue: RedisQueue, records: DynamoEventRecords, tick: Duration) {
+pub async fn admit_forever(
+    queue: RedisQueue,
+    records: DynamoEventRecords,
+    seats: DynamoLedger,
+    tick: Duration,
+) {
     let queue = Arc::new(queue);
     let records = Arc::new(records);
     let restorer = Restorer::new(queue.clone(), records.clone(), records.clone());
+    let board = queue.availability_board();
+    let availability = AvailabilityRebuild {
+        board: &board,
+        layouts: &*records,
+        states: &seats,
+    };
     let ports = AdmissionPorts {
         admitter: &*queue,
         draw: &*queue,
         records: &*records,
         publication: &*records,
         restorer: &restorer,
+        availability: Some(&availability),
     };
     let admission = AdmissionLoop::new(ports, &SystemClock, tick);
     let mut interval = tokio::time::interval(tick);
@@ -45,9 +58,10 @@ pub async fn admit_forever(queue: RedisQueue, records: DynamoEventRecords, tick:
 
 /// Sweeps lapsed holds and closes sold-out queues once per `every`, until the task is dropped.
 pub async fn expire_forever(ledger: DynamoLedger, queue: RedisQueue, every: Duration) {
+    let seats = queue.availability_board();
     let expiry = Expiry {
         sweeper: &ledger,
-        ledger: &ledger,
+        seats: &seats,
         events: &queue,
         settings: &queue,
         clock: &SystemClock,

@@ -82,8 +82,13 @@ pub mod routes {
     pub fn leave() -> ContractRoute {
         contract(Method::DELETE, "/events/{eventId}/queue/{queueId}")
     }
+    /// Public (no JWT), served through the CDN: availability, a bitset per section.
     pub fn seats() -> ContractRoute {
         contract(Method::GET, "/events/{eventId}/seats")
+    }
+    /// Public, immutable: the seat layout of one version.
+    pub fn layout() -> ContractRoute {
+        contract(Method::GET, "/events/{eventId}/layout/{version}")
     }
     pub fn hold() -> ContractRoute {
         contract(Method::POST, "/events/{eventId}/holds")
@@ -140,6 +145,13 @@ pub enum CallError {
     },
     #[error("{route}: still 503 after {attempts} attempts")]
     Unavailable { route: &'static str, attempts: u32 },
+    /// A documented answer that does not agree with itself or with another (bits that do not
+    /// decode, an availability longer than its layout).
+    #[error("{route}: {what}")]
+    Inconsistent {
+        route: &'static str,
+        what: &'static str,
+    },
 }
 
 impl CallError {
@@ -167,6 +179,7 @@ impl CallError {
             ),
             Self::Decode { route, .. } => format!("{route}: body not as documented"),
             Self::Unavailable { route, .. } => format!("{route}: 503 until the retries ran out"),
+            Self::Inconsistent { route, what } => format!("{route}: {what}"),
         }
     }
 
@@ -274,6 +287,8 @@ impl<'a> Call<'a> {
 pub struct Api {
     http: reqwest::Client,
     base: String,
+    /// Layouts already fetched, by version (immutable, as a browser's cache keeps them).
+    layouts: std::sync::Mutex<std::collections::HashMap<String, Arc<Vec<SeatView>>>>,
     latency: Arc<LatencyRecorder>,
     unavailable: AtomicU64,
     server_errors: AtomicU64,
@@ -293,6 +308,7 @@ impl Api {
         Ok(Self {
             http,
             base: base.trim_end_matches('/').to_owned(),
+            layouts: std::sync::Mutex::default(),
             latency,
             unavailable: AtomicU64::new(0),
             server_errors: AtomicU64::new(0),
@@ -443,14 +459,108 @@ impl Api {
         }
     }
 
-    pub async fn seat_map(&self, jwt: &str, event: &str) -> Result<Vec<SeatView>, CallError> {
+    /// The seat map as a page draws it: the availability (public, cached a second) over the
+    /// layout of its version (immutable, fetched once).
+    pub async fn seat_map(&self, event: &str) -> Result<Vec<SeatView>, CallError> {
         let answer = self
-            .send(Call::to(routes::seats(), &[("eventId", event)], jwt))
+            .send(Call::public(routes::seats(), &[("eventId", event)]))
             .await?;
-        match answer.status {
-            StatusCode::OK => Ok(answer.json::<SeatMapBody>()?.seats),
-            _ => Err(answer.unexpected()),
+        let availability: AvailabilityBody = match answer.status {
+            StatusCode::OK => answer.json()?,
+            _ => return Err(answer.unexpected()),
+        };
+        let layout = self.layout(event, &availability.layout_version).await?;
+        let mut seats = Vec::with_capacity(layout.len());
+        let mut at = 0usize;
+        for section in &availability.sections {
+            let bits =
+                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, &section.bits)
+                    .map_err(|_| CallError::Inconsistent {
+                    route: routes::seats().key,
+                    what: "the availability bits are not base64",
+                })?;
+            for index in 0..section.seats as usize {
+                let Some(seat) = layout.get(at) else {
+                    return Err(CallError::Inconsistent {
+                        route: routes::seats().key,
+                        what: "the availability has more seats than its layout",
+                    });
+                };
+                let available = bits
+                    .get(index / 8)
+                    .is_some_and(|byte| byte & (0x80 >> (index % 8)) != 0);
+                seats.push(SeatView {
+                    status: if available { "AVAILABLE" } else { "TAKEN" }.to_owned(),
+                    ..seat.clone()
+                });
+                at += 1;
+            }
         }
+        Ok(seats)
+    }
+
+    /// The layout's seats in order (fetched once per version).
+    async fn layout(&self, event: &str, version: &str) -> Result<Arc<Vec<SeatView>>, CallError> {
+        let cached = self
+            .layouts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(version)
+            .cloned();
+        if let Some(layout) = cached {
+            return Ok(layout);
+        }
+        let answer = self
+            .send(Call::public(
+                routes::layout(),
+                &[("eventId", event), ("version", version)],
+            ))
+            .await?;
+        let layout: LayoutBody = match answer.status {
+            StatusCode::OK => answer.json()?,
+            _ => return Err(answer.unexpected()),
+        };
+        let seats: Vec<SeatView> = layout
+            .sections
+            .into_iter()
+            .flat_map(|section| {
+                let (name, price) = (section.name, section.price);
+                section.rows.into_iter().flat_map(move |row| {
+                    let name = name.clone();
+                    row.seats.into_iter().map(move |seat_id| SeatView {
+                        seat_id,
+                        section: name.clone(),
+                        price,
+                        status: String::new(),
+                    })
+                })
+            })
+            .collect();
+        let seats = Arc::new(seats);
+        self.layouts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(version.to_owned(), seats.clone());
+        Ok(seats)
+    }
+
+    /// Best available: `quantity` seats together in `section`, chosen by the server.
+    pub async fn hold_best_available(
+        &self,
+        jwt: &str,
+        queue_token: &str,
+        event: &str,
+        section: &str,
+        quantity: usize,
+    ) -> Result<HoldAnswer, CallError> {
+        let answer = self
+            .send(Call {
+                queue_token: Some(queue_token),
+                body: Some(serde_json::json!({ "section": section, "quantity": quantity })),
+                ..Call::to(routes::hold(), &[("eventId", event)], jwt)
+            })
+            .await?;
+        self.hold_answer(answer)
     }
 
     pub async fn hold(
@@ -469,6 +579,10 @@ impl Api {
                 ..Call::to(routes::hold(), &[("eventId", event)], jwt)
             })
             .await?;
+        self.hold_answer(answer)
+    }
+
+    fn hold_answer(&self, answer: Answer) -> Result<HoldAnswer, CallError> {
         match answer.status {
             StatusCode::CREATED => Ok(HoldAnswer::Held(answer.json()?)),
             StatusCode::FORBIDDEN => Ok(HoldAnswer::AccessDenied),
@@ -478,6 +592,7 @@ impl Api {
                     Some("seats_unavailable") => Ok(HoldAnswer::Taken(error.seat_ids)),
                     Some("price_changed") => Ok(HoldAnswer::PriceChanged),
                     Some("hold_exists") => Ok(HoldAnswer::HoldExists),
+                    Some("no_seats_together") => Ok(HoldAnswer::NoneTogether),
                     _ => Err(answer.unexpected()),
                 }
             }
@@ -694,8 +809,32 @@ fn is_entrant(text: &str) -> bool {
 }
 
 #[derive(Debug, Deserialize)]
-struct SeatMapBody {
-    seats: Vec<SeatView>,
+struct AvailabilityBody {
+    layout_version: String,
+    sections: Vec<SectionAvailabilityBody>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SectionAvailabilityBody {
+    seats: u32,
+    bits: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct LayoutBody {
+    sections: Vec<LayoutSectionBody>,
+}
+
+#[derive(Debug, Deserialize)]
+struct LayoutSectionBody {
+    name: String,
+    price: i64,
+    rows: Vec<LayoutRowBody>,
+}
+
+#[derive(Debug, Deserialize)]
+struct LayoutRowBody {
+    seats: Vec<String>,
 }
 
 /// One seat of the seat map.
@@ -737,6 +876,8 @@ pub enum HoldAnswer {
     HoldExists,
     /// 403: the admission ended (lapsed, or revoked).
     AccessDenied,
+    /// 409 `no_seats_together`: best available found no row with that many together.
+    NoneTogether,
 }
 
 #[derive(Debug, Deserialize)]
@@ -762,7 +903,6 @@ mod tests {
             routes::join(),
             routes::poll(),
             routes::leave(),
-            routes::seats(),
             routes::hold(),
             routes::release(),
             routes::order(),
@@ -781,7 +921,12 @@ mod tests {
 
     #[test]
     fn the_waiting_reads_go_to_the_cached_public_routes() {
-        for route in [routes::status(), routes::draw_chunk()] {
+        for route in [
+            routes::status(),
+            routes::draw_chunk(),
+            routes::seats(),
+            routes::layout(),
+        ] {
             let declared = contract()
                 .into_iter()
                 .find(|r| r.key() == route.key)

@@ -334,31 +334,41 @@ impl Customer {
         let mut empty_looks = 0;
         loop {
             self.pause(context.think).await;
-            let map = context.api.seat_map(&self.jwt, event).await?;
-            let pick = if tries == 0 && self.persona.stale_map {
-                choose_popular(&map, self.persona.party, &mut self.rng)
+            let section = self.persona.section(&context.sections);
+            let (pick, answer) = if tries == 0 && self.persona.best_available {
+                let answer = context
+                    .api
+                    .hold_best_available(
+                        &self.jwt,
+                        access_token,
+                        event,
+                        section,
+                        self.persona.party,
+                    )
+                    .await?;
+                (Vec::new(), answer)
             } else {
-                choose_available(
-                    &map,
-                    self.persona.party,
-                    self.persona.section(&context.sections),
-                    &avoid,
-                    &mut self.rng,
-                )
-            };
-            if pick.is_empty() {
-                empty_looks += 1;
-                if empty_looks > EMPTY_MAP_LOOKS {
-                    return Ok(Err(Outcome::NoSeatsLeft));
+                let map = context.api.seat_map(event).await?;
+                let pick = if tries == 0 && self.persona.stale_map {
+                    choose_popular(&map, self.persona.party, &mut self.rng)
+                } else {
+                    choose_available(&map, self.persona.party, section, &avoid, &mut self.rng)
+                };
+                if pick.is_empty() {
+                    empty_looks += 1;
+                    if empty_looks > EMPTY_MAP_LOOKS {
+                        return Ok(Err(Outcome::NoSeatsLeft));
+                    }
+                    let wait = Duration::from_millis(self.rng.random_range(2_000..4_000));
+                    tokio::time::sleep(wait).await;
+                    continue;
                 }
-                let wait = Duration::from_millis(self.rng.random_range(2_000..4_000));
-                tokio::time::sleep(wait).await;
-                continue;
-            }
-            let answer = context
-                .api
-                .hold(&self.jwt, access_token, event, &pick)
-                .await?;
+                let answer = context
+                    .api
+                    .hold(&self.jwt, access_token, event, &pick)
+                    .await?;
+                (pick, answer)
+            };
             match answer {
                 HoldAnswer::Held(order) => {
                     self.report.holds_won += 1;
@@ -375,6 +385,8 @@ impl Customer {
                     }
                 }
                 HoldAnswer::PriceChanged => self.report.price_changes += 1,
+                // Not that many together in the section: pick from the map instead.
+                HoldAnswer::NoneTogether => {}
                 HoldAnswer::HoldExists => return Ok(Err(Outcome::HoldExists)),
                 HoldAnswer::AccessDenied => return Ok(Err(Outcome::AdmissionEnded)),
             }

@@ -214,7 +214,13 @@ async fn set_up(args: &SimulateArgs) -> Result<Sale, SimulateError> {
     let stack = Stack::find(&api).await?;
     let event = new_event()?;
     let sections = crate::venue::parse_sections(&args.sections)?;
-    let venue = crate::venue::layout(args.seats, &sections, &stack.info.currency)?;
+    let venue = lineup::layout::SeatLayout::from_seats(&crate::venue::layout(
+        args.seats,
+        &sections,
+        &stack.info.currency,
+        crate::venue::SEATS_PER_ROW,
+    )?)
+    .map_err(crate::venue::VenueError::from)?;
     let pacing = SettingsChange {
         max_active: Some(args.max_active),
         rate: Some(args.rate),
@@ -230,8 +236,8 @@ async fn set_up(args: &SimulateArgs) -> Result<Sale, SimulateError> {
         event,
         sections: sections.into_iter().map(|section| section.name).collect(),
         prices: venue
-            .iter()
-            .map(|seat| (seat.seat_id.as_str().to_owned(), seat.price))
+            .seats()
+            .map(|(_, seat)| (seat.seat_id.as_str().to_owned(), seat.price))
             .collect(),
         seed: args.seed.unwrap_or_else(rand::random),
     })

@@ -53,6 +53,8 @@ pub struct Persona {
     /// Their first pick comes from a stale map: the popular front rows, taken or not.
     pub stale_map: bool,
     pub after_hold: AfterHold,
+    /// Asks for "best available" in their section first instead of picking seats.
+    pub best_available: bool,
 }
 
 /// The mix of behaviours, in percent of customers.
@@ -65,6 +67,8 @@ pub mod mix {
     pub const LET_LAPSE: f64 = 0.10;
     pub const RELEASE: f64 = 0.05;
     pub const PAY_LATE: f64 = 0.03;
+    /// Ask the server for the best seats together rather than pick them from the map.
+    pub const BEST_AVAILABLE: f64 = 0.5;
     /// Party sizes 1, 2, 3, 4.
     pub const PARTY: [f64; 4] = [0.15, 0.45, 0.15, 0.25];
 }
@@ -103,6 +107,7 @@ impl Persona {
         } else {
             AfterHold::Pay
         };
+        let best_available = rng.random_bool(mix::BEST_AVAILABLE);
         Self {
             arrival,
             patience,
@@ -111,6 +116,7 @@ impl Persona {
             section_pick,
             stale_map,
             after_hold,
+            best_available,
         }
     }
 

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 use lineup::aws::AwsSettings;
 use lineup::event_records::dynamo::DynamoEventRecords;
 use lineup::ids::EventId;
+use lineup::layout::SeatLayout;
 use lineup::ledger::dynamo::{DynamoLedger, TableNames};
-use lineup::ledger::NewSeat;
 use lineup::queue::redis::RedisQueue;
 use reqwest::StatusCode;
 
@@ -69,15 +69,22 @@ impl Stack {
     pub async fn create_event(
         &self,
         event: &EventId,
-        seats: &[NewSeat],
+        seats: &SeatLayout,
         pacing: &SettingsChange,
     ) -> Result<(), SimulateError> {
-        event_admin::seed(&self.ledger, event, seats, SystemTime::now())
-            .await
-            .map_err(|source| SimulateError::Seed {
-                event: event.to_string(),
-                source,
-            })?;
+        event_admin::seed(
+            &self.ledger,
+            &self.records,
+            &self.queue,
+            event,
+            seats,
+            SystemTime::now(),
+        )
+        .await
+        .map_err(|source| SimulateError::Seed {
+            event: event.to_string(),
+            source,
+        })?;
         self.admin()
             .open(event, pacing, SystemTime::now())
             .await

@@ -13,9 +13,10 @@ async fn main() -> Result<(), Error> {
     let config = ExpireConfig::from_env()?;
     let ledger = config.ledger.ledger();
     let queue = RedisQueue::open(&config.redis)?;
+    let seats = queue.availability_board();
     let expiry = Expiry {
         sweeper: &ledger,
-        ledger: &ledger,
+        seats: &seats,
         events: &queue,
         settings: &queue,
         clock: &SystemClock,

@@ -1,6 +1,5 @@
-//! `hold`: the seat map (`GET /events/{eventId}/seats`), holding seats
-//! (`POST /events/{eventId}/holds`), releasing a hold (`DELETE /events/{eventId}/holds/{orderId}`)
-//! and an order's status (`GET /orders/{orderId}`).
+//! `hold`: holding seats, exact or best available (`POST /events/{eventId}/holds`), releasing a
+//! hold (`DELETE /events/{eventId}/holds/{orderId}`) and an order's status (`GET /orders/{orderId}`).
 
 use std::sync::Arc;
 
@@ -18,11 +17,14 @@ async fn main() -> Result<(), Error> {
     let config = HoldConfig::from_env()?;
     // Requests that skipped CloudFront are refused before anything else is read.
     let origin = OriginGuard::load(config.origin.clone()).await?;
+    let queue = RedisQueue::open(&config.queue.redis)?;
     let api = HoldApi {
         ledger: Arc::new(config.ledger.ledger()),
-        admissions: Arc::new(RedisQueue::open(&config.queue.redis)?),
+        board: Arc::new(queue.availability_board()),
+        admissions: Arc::new(queue),
         key: SigningKeys::load(config.queue.signing_key).await?,
         clock: Arc::new(SystemClock),
+        layouts: Arc::new(config.events.records()),
         catalogue: Arc::default(),
     };
     run(service_fn(|request: Request| {

@@ -1,7 +1,8 @@
 //! `status`: the public, cacheable routes: `GET /events/{eventId}/status` (the event's status,
-//! one Redis read) and the published pre-queue draw (`/draw`, `/draw/{prefix}`). No JWT (only
-//! CloudFront's origin header): CloudFront serves these to the crowd and asks here about once per
-//! cache period.
+//! one Redis read), the published pre-queue draw (`/draw`, `/draw/{prefix}`), the seat map's
+//! availability (`/seats`, one Redis read) and the seat layout (`/layout`, `/layout/{version}`).
+//! No JWT (only CloudFront's origin header): CloudFront serves these to the crowd and asks here
+//! about once per cache period.
 
 use std::sync::Arc;
 
@@ -17,9 +18,14 @@ async fn main() -> Result<(), Error> {
     let config = StatusConfig::from_env()?;
     // Requests that skipped CloudFront are refused before anything else is read.
     let origin = OriginGuard::load(config.origin.clone()).await?;
+    let queue = RedisQueue::open(&config.redis)?;
+    let records = Arc::new(config.events.records());
     let api = PublicApi {
-        board: Arc::new(RedisQueue::open(&config.redis)?),
-        draw: Arc::new(config.events.records()),
+        seats: Arc::new(queue.availability_board()),
+        board: Arc::new(queue),
+        draw: records.clone(),
+        layouts: records,
+        layout_documents: Arc::default(),
     };
     run(service_fn(|request: Request| {
         let (api, origin) = (api.clone(), origin.clone());

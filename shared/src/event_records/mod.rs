@@ -15,6 +15,7 @@ use crate::clock::{from_unix_millis, unix_millis};
 use crate::draw::{DrawChunk, DrawSeed, DrawSummary};
 use crate::event_settings::EventSettings;
 use crate::ids::EventId;
+use crate::layout::{LayoutSummary, SeatLayout};
 use crate::LineupError;
 
 /// An event as DynamoDB keeps it.
@@ -146,6 +147,47 @@ pub trait AuditLog: Send + Sync {
     async fn record(&self, event: &EventId, entry: &AuditEntry) -> Result<(), LineupError>;
     /// Oldest first.
     async fn history(&self, event: &EventId) -> Result<Vec<AuditEntry>, LineupError>;
+}
+
+/// Seat layouts: each version stored for good (it is served as immutable), and which one is
+/// the event's current one.
+#[async_trait]
+pub trait LayoutStore: Send + Sync {
+    /// Stores a layout under its version (writing the same version again changes nothing).
+    async fn store_layout(&self, event: &EventId, layout: &SeatLayout) -> Result<(), LineupError>;
+
+    /// Makes a stored layout the event's current one.
+    async fn set_current_layout(
+        &self,
+        event: &EventId,
+        summary: &LayoutSummary,
+    ) -> Result<(), LineupError>;
+
+    async fn current_layout(&self, event: &EventId) -> Result<Option<LayoutSummary>, LineupError>;
+
+    /// The layout document as served (`None`: no such version for this event).
+    async fn layout_document(
+        &self,
+        event: &EventId,
+        version: &str,
+    ) -> Result<Option<String>, LineupError>;
+
+    /// The layout itself, checked again as it is read.
+    async fn layout(
+        &self,
+        event: &EventId,
+        version: &str,
+    ) -> Result<Option<SeatLayout>, LineupError> {
+        let Some(document) = self.layout_document(event, version).await? else {
+            return Ok(None);
+        };
+        SeatLayout::from_document(document.as_bytes())
+            .map(Some)
+            .map_err(|_| LineupError::SeatStoreReply {
+                operation: "layout",
+                reply: format!("the stored layout {version} is not valid"),
+            })
+    }
 }
 
 /// The published draw, served to the public through the CDN.

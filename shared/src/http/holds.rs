@@ -1,8 +1,10 @@
-//! The `hold` function's routes: the seat map, holding seats, releasing a hold, and an order's
-//! status. Holding needs the access token from the queue (`X-Queue-Token`); everything is the
-//! caller's own (another customer's order is answered as unknown).
+//! The `hold` function's routes: holding seats (exact seats, or best available in a section),
+//! releasing a hold, and an order's status. Holding needs the access token from the queue
+//! (`X-Queue-Token`); everything is the caller's own (another customer's order is answered as
+//! unknown). The seat map itself is public and cached (`status` serves it).
 
 use std::collections::HashSet;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
 use http::StatusCode;
@@ -12,10 +14,14 @@ use serde::Serialize;
 
 use super::{request, response};
 use crate::access_token;
+use crate::availability::{bit, AvailabilityBoard, Projection};
+use crate::best_available::{ranked_blocks, spread};
 use crate::clock::{rfc3339, Clock};
-use crate::ids::{EventId, OrderId, SeatId};
-use crate::ledger::catalogue::SeatCatalogue;
-use crate::ledger::{HoldRequest, Order, OrderStatus, SeatLedger, SeatStatus, MAX_SEATS_PER_HOLD};
+use crate::event_records::LayoutStore;
+use crate::ids::{CustomerId, EventId, OrderId, SeatId};
+use crate::layout::IndexedLayout;
+use crate::layout_catalogue::LayoutCatalogue;
+use crate::ledger::{HoldRequest, Order, OrderStatus, Seat, SeatLedger, MAX_SEATS_PER_HOLD};
 use crate::queue::AdmissionRegistry;
 use crate::signing::SigningKeys;
 use crate::{HoldRefused, LineupError};
@@ -23,13 +29,24 @@ use crate::{HoldRefused, LineupError};
 /// The header carrying the access token `poll` handed out on admission.
 pub const QUEUE_TOKEN_HEADER: &str = "x-queue-token";
 
+/// How many holds one best-available request tries before it gives up (each a transaction).
+pub const BEST_AVAILABLE_ATTEMPTS: usize = 4;
+/// Among how many of the best non-overlapping blocks a request picks at random.
+const BEST_AVAILABLE_SPREAD: usize = 4;
+/// How many ranked blocks are looked at per attempt.
+const BEST_AVAILABLE_CANDIDATES: usize = 64;
+
 #[derive(Clone)]
 pub struct HoldApi {
     pub ledger: Arc<dyn SeatLedger>,
     pub admissions: Arc<dyn AdmissionRegistry>,
     pub key: SigningKeys,
     pub clock: Arc<dyn Clock>,
-    pub catalogue: Arc<SeatCatalogue>,
+    /// The seat map's projection (availability and the current layout's summary).
+    pub board: Arc<dyn AvailabilityBoard>,
+    /// Where layouts are stored (read once per version per instance).
+    pub layouts: Arc<dyn LayoutStore>,
+    pub catalogue: Arc<LayoutCatalogue>,
 }
 
 pub async fn handle(api: &HoldApi, request: Request) -> Response<Body> {
@@ -42,7 +59,6 @@ async fn route(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lineu
         _ => None,
     };
     match route_key {
-        Some("GET /events/{eventId}/seats") => seat_map(api, request).await,
         Some("POST /events/{eventId}/holds") => hold(api, request).await,
         Some("DELETE /events/{eventId}/holds/{orderId}") => release(api, request).await,
         Some("GET /orders/{orderId}") => order_status(api, request).await,
@@ -53,58 +69,58 @@ async fn route(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lineu
     }
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SeatBody {
-    seat_id: String,
-    section: String,
-    price: i64,
-    currency: String,
-    status: SeatStatus,
-}
-
-async fn seat_map(api: &HoldApi, request: &Request) -> Result<Response<Body>, LineupError> {
-    request::caller(request)?;
-    request::body_within(request, request::NO_INPUT_BODY_LIMIT)?;
-    let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
-    let seats = api
-        .catalogue
-        .seat_map(api.ledger.as_ref(), &event, api.clock.now())
-        .await?;
-    let seats: Vec<SeatBody> = seats
-        .iter()
-        .map(|seat| SeatBody {
-            seat_id: seat.seat_id.as_str().to_owned(),
-            section: seat.section.clone(),
-            price: seat.price,
-            currency: seat.currency.clone(),
-            status: seat.status,
-        })
-        .collect();
-    Ok(response::json(
-        StatusCode::OK,
-        &serde_json::json!({ "seats": seats }),
-        None,
-    ))
-}
-
 /// The most a hold's body may be: four seat ids take a few hundred bytes.
 pub const HOLD_BODY_LIMIT: usize = 4096;
 
-/// `{"seatIds": [...]}`: 1–4 distinct, well-formed seat ids.
-fn requested_seats(request: &Request) -> Result<Vec<SeatId>, LineupError> {
+/// What a hold asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Wanted {
+    /// `{"seatIds": [...]}`: 1–4 distinct, well-formed seat ids.
+    Seats(Vec<SeatId>),
+    /// `{"section": "Floor", "quantity": 2}`: that many seats together, the best available.
+    BestAvailable { section: String, quantity: usize },
+}
+
+const BODY_SHAPES: &str =
+    "the body must be {\"seatIds\": [...]} or {\"section\": \"...\", \"quantity\": n}";
+
+fn wanted(request: &Request) -> Result<Wanted, LineupError> {
     let body: serde_json::Value =
-        serde_json::from_slice(request::body_within(request, HOLD_BODY_LIMIT)?).map_err(|_| {
-            LineupError::invalid(
-                "invalid_json",
-                "the body must be JSON: {\"seatIds\": [...]}",
-            )
-        })?;
-    let Some(raw) = body.get("seatIds").and_then(|ids| ids.as_array()) else {
-        return Err(LineupError::invalid(
-            "invalid_body",
-            "the body must be {\"seatIds\": [...]}",
-        ));
+        serde_json::from_slice(request::body_within(request, HOLD_BODY_LIMIT)?)
+            .map_err(|_| LineupError::invalid("invalid_json", BODY_SHAPES))?;
+    let (seat_ids, section) = (body.get("seatIds"), body.get("section"));
+    match (seat_ids, section) {
+        (Some(raw), None) => requested_seats(raw).map(Wanted::Seats),
+        (None, Some(section)) => {
+            let section = section
+                .as_str()
+                .filter(|name| !name.is_empty() && name.len() <= 64)
+                .ok_or_else(|| {
+                    LineupError::invalid("invalid_section", "section is a section's name")
+                })?;
+            let quantity = body
+                .get("quantity")
+                .and_then(serde_json::Value::as_u64)
+                .filter(|n| (1..=MAX_SEATS_PER_HOLD as u64).contains(n))
+                .ok_or_else(|| {
+                    LineupError::invalid(
+                        "invalid_quantity",
+                        format!("quantity is a whole number from 1 to {MAX_SEATS_PER_HOLD}"),
+                    )
+                })?;
+            Ok(Wanted::BestAvailable {
+                section: section.to_owned(),
+                quantity: quantity as usize,
+            })
+        }
+        _ => Err(LineupError::invalid("invalid_body", BODY_SHAPES)),
+    }
+}
+
+/// 1–4 distinct, well-formed seat ids.
+fn requested_seats(raw: &serde_json::Value) -> Result<Vec<SeatId>, LineupError> {
+    let Some(raw) = raw.as_array() else {
+        return Err(LineupError::invalid("invalid_body", BODY_SHAPES));
     };
     if raw.is_empty() {
         return Err(LineupError::invalid("no_seats", "choose at least one seat"));
@@ -174,29 +190,20 @@ async fn hold(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lineup
         now,
     )
     .await?;
-
-    let wanted = requested_seats(request)?;
-    let seats = api
-        .catalogue
-        .seats(api.ledger.as_ref(), &event, &wanted, now)
-        .await?;
-    let held = api
-        .ledger
-        .hold(&HoldRequest {
-            event: event.clone(),
-            customer,
-            seats,
-            ticket_limit: admission.ticket_limit,
-            admission_expires_at: admission.expires_at,
-            now,
-        })
-        .await;
-    if matches!(
-        &held,
-        Err(LineupError::HoldRefused(HoldRefused::PriceChanged(_)))
-    ) {
-        api.catalogue.forget(&event);
-    }
+    let hold = Hold {
+        api,
+        event: &event,
+        customer: &customer,
+        ticket_limit: admission.ticket_limit,
+        admission_expires_at: admission.expires_at,
+        now,
+    };
+    let held = match wanted(request)? {
+        Wanted::Seats(seats) => hold.exact(&seats).await,
+        Wanted::BestAvailable { section, quantity } => {
+            hold.best_available(&section, quantity).await
+        }
+    };
     let outcome = match &held {
         Ok(_) => Some("HoldsWon"),
         Err(LineupError::HoldRefused(_)) => Some("HoldsLost"),
@@ -215,6 +222,149 @@ async fn hold(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lineup
         &OrderBody::from(&order),
         None,
     ))
+}
+
+/// One hold request, admitted.
+struct Hold<'a> {
+    api: &'a HoldApi,
+    event: &'a EventId,
+    customer: &'a CustomerId,
+    ticket_limit: Option<u32>,
+    admission_expires_at: std::time::SystemTime,
+    now: std::time::SystemTime,
+}
+
+impl Hold<'_> {
+    /// Holds exactly these seats, or none.
+    async fn exact(&self, wanted: &[SeatId]) -> Result<Order, LineupError> {
+        let api = self.api;
+        let summary = api
+            .catalogue
+            .current(api.board.as_ref(), api.layouts.as_ref(), self.event)
+            .await?
+            .ok_or(LineupError::EventNotFound)?;
+        let layout = api
+            .catalogue
+            .layout(api.layouts.as_ref(), self.event, &summary.version)
+            .await?;
+        let unknown: Vec<String> = wanted
+            .iter()
+            .filter(|seat| layout.place(seat).is_none())
+            .map(|seat| seat.as_str().to_owned())
+            .collect();
+        if !unknown.is_empty() {
+            return Err(LineupError::UnknownSeats(unknown));
+        }
+        let seats = wanted.iter().filter_map(|seat| layout.seat(seat)).collect();
+        self.write(&layout, seats).await
+    }
+
+    /// Holds `quantity` seats together in `section`: the best blocks the availability shows,
+    /// tried in turn (picked at random among the best few that do not overlap), skipping seats
+    /// found taken, at most [`BEST_AVAILABLE_ATTEMPTS`] holds.
+    async fn best_available(&self, section: &str, quantity: usize) -> Result<Order, LineupError> {
+        let api = self.api;
+        let availability = match api.board.availability(self.event).await? {
+            Projection::NoLayout => return Err(LineupError::EventNotFound),
+            Projection::Rebuilding(_) => return Err(LineupError::AvailabilityRebuilding),
+            Projection::Ready(availability) => availability,
+        };
+        api.catalogue
+            .remember_current(self.event, Some(availability.summary.clone()));
+        let layout = api
+            .catalogue
+            .layout(
+                api.layouts.as_ref(),
+                self.event,
+                &availability.summary.version,
+            )
+            .await?;
+        let Some((at, rows)) = layout.section(section) else {
+            return Err(LineupError::invalid(
+                "unknown_section",
+                "this event has no section of that name (the layout lists them)",
+            ));
+        };
+        let first = availability.summary.sections[at].first;
+        let mut taken = api.catalogue.recently_taken(self.event);
+        let mut last_refusal = None;
+        for attempt in 0..BEST_AVAILABLE_ATTEMPTS {
+            let blocks = ranked_blocks(
+                rows,
+                first,
+                quantity,
+                |index| bit(&availability.available, index) && !taken.contains(&index),
+                BEST_AVAILABLE_CANDIDATES,
+            );
+            let choices = spread(&blocks, BEST_AVAILABLE_SPREAD);
+            if choices.is_empty() {
+                break;
+            }
+            let block = choices[pick(choices.len(), self.customer, attempt)];
+            let seats: Vec<Seat> = block
+                .iter()
+                .filter_map(|index| layout.seat_at(*index))
+                .collect();
+            match self.write(&layout, seats).await {
+                Err(LineupError::HoldRefused(HoldRefused::SeatsUnavailable(ids))) => {
+                    let indexes: Vec<u32> = ids
+                        .iter()
+                        .filter_map(|id| SeatId::parse(id).ok())
+                        .filter_map(|id| layout.place(&id))
+                        .map(|place| place.index)
+                        .collect();
+                    taken.extend(indexes.iter().copied());
+                    api.catalogue.taken(self.event, indexes);
+                    last_refusal = Some(HoldRefused::SeatsUnavailable(ids));
+                }
+                other => return other,
+            }
+        }
+        Err(LineupError::HoldRefused(last_refusal.unwrap_or(
+            HoldRefused::NoSeatsTogether {
+                section: section.to_owned(),
+                quantity,
+            },
+        )))
+    }
+
+    /// The hold's one transaction. Seats won are noted as taken (best available skips them
+    /// until the availability shows them).
+    async fn write(&self, layout: &IndexedLayout, seats: Vec<Seat>) -> Result<Order, LineupError> {
+        let api = self.api;
+        let indexes: Vec<u32> = seats
+            .iter()
+            .filter_map(|seat| layout.place(&seat.seat_id))
+            .map(|place| place.index)
+            .collect();
+        let held = api
+            .ledger
+            .hold(&HoldRequest {
+                event: self.event.clone(),
+                customer: self.customer.clone(),
+                seats,
+                ticket_limit: self.ticket_limit,
+                admission_expires_at: self.admission_expires_at,
+                now: self.now,
+            })
+            .await;
+        match &held {
+            Ok(_) => api.catalogue.taken(self.event, indexes),
+            Err(LineupError::HoldRefused(HoldRefused::PriceChanged(_))) => {
+                api.catalogue.forget(self.event)
+            }
+            Err(_) => {}
+        }
+        held
+    }
+}
+
+/// A number below `choices`, different from request to request.
+fn pick(choices: usize, customer: &CustomerId, attempt: usize) -> usize {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write(customer.as_str().as_bytes());
+    hasher.write_usize(attempt);
+    hasher.finish() as usize % choices
 }
 
 /// The caller's own order, or 404 (another customer's order is not told apart from none).

@@ -6,20 +6,28 @@
 //!   immutable once published.
 //! - `GET /events/{eventId}/draw/{prefix}`: the entrants whose hash starts with `prefix`, with
 //!   their numbers, immutable once published.
+//! - `GET /events/{eventId}/seats`: which seats are available, a bitset per section (one Redis
+//!   read), cached a second.
+//! - `GET /events/{eventId}/layout`: a redirect to the current layout's version (cached 5 s).
+//! - `GET /events/{eventId}/layout/{version}`: the seat layout, immutable (read from the events
+//!   table once per version per instance).
 //!
 //! Every answer says how long it may be cached, errors included: a 404 for a made-up event is
 //! cached too (5 s), so made-up ids cannot stream to the origin through the CDN; a 503 for 1 s,
 //! so a Redis hiccup does not turn the crowd's reads into a stampede.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
 use http::{HeaderValue, Method, StatusCode};
-use lambda_http::{Body, Request, Response};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
 
 use super::{request, response};
-use crate::event_records::DrawPublication;
+use crate::availability::{layout_path, AvailabilityBoard, AvailabilityDocument, Projection};
+use crate::event_records::{DrawPublication, LayoutStore};
 use crate::ids::EventId;
 use crate::queue::StatusBoard;
 use crate::status::EventStatus;
@@ -30,10 +38,53 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 /// Misses (unknown events, a draw not yet published) are cached briefly.
 const MISS_MAX_AGE: Duration = Duration::from_secs(5);
 
+/// How long the redirect to the current layout may be cached (a re-seed shows within it).
+const CURRENT_LAYOUT_MAX_AGE: Duration = Duration::from_secs(5);
+/// The most layout documents one instance keeps (immutable; an 80,000-seat one is ~1 MB).
+const MAX_LAYOUT_DOCUMENTS: usize = 8;
+
 #[derive(Clone)]
 pub struct PublicApi {
     pub board: Arc<dyn StatusBoard>,
     pub draw: Arc<dyn DrawPublication>,
+    /// The seats' availability projection.
+    pub seats: Arc<dyn AvailabilityBoard>,
+    pub layouts: Arc<dyn LayoutStore>,
+    pub layout_documents: Arc<LayoutDocuments>,
+}
+
+/// Layout documents already read, by event and version: they never change.
+#[derive(Default)]
+pub struct LayoutDocuments(Mutex<HashMap<(EventId, String), Arc<String>>>);
+
+impl LayoutDocuments {
+    async fn get(
+        &self,
+        store: &dyn LayoutStore,
+        event: &EventId,
+        version: &str,
+    ) -> Result<Option<Arc<String>>, LineupError> {
+        let key = (event.clone(), version.to_owned());
+        if let Some(document) = self.locked().get(&key) {
+            return Ok(Some(document.clone()));
+        }
+        let Some(document) = store.layout_document(event, version).await? else {
+            return Ok(None);
+        };
+        let document = Arc::new(document);
+        let mut documents = self.locked();
+        if documents.len() >= MAX_LAYOUT_DOCUMENTS {
+            documents.clear();
+        }
+        documents.insert(key, document.clone());
+        Ok(Some(document))
+    }
+
+    fn locked(&self) -> std::sync::MutexGuard<'_, HashMap<(EventId, String), Arc<String>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 pub async fn handle(api: &PublicApi, request: Request) -> Response<Body> {
@@ -81,17 +132,20 @@ async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, Lin
     }
     request::body_within(request, request::NO_INPUT_BODY_LIMIT)?;
     let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
-    let path = request.uri().path();
-    if path.ends_with("/status") {
-        let status = api
-            .board
-            .status_json(&event)
-            .await?
-            .ok_or(LineupError::EventNotFound)?;
-        return Ok(document(status, &EventStatus::cache_control()));
-    }
-    match request::path_parameter(request, "prefix") {
-        Err(_) => {
+    let route_key = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.route_key.as_deref(),
+        _ => None,
+    };
+    match route_key {
+        Some("GET /events/{eventId}/status") => {
+            let status = api
+                .board
+                .status_json(&event)
+                .await?
+                .ok_or(LineupError::EventNotFound)?;
+            Ok(document(status, &EventStatus::cache_control()))
+        }
+        Some("GET /events/{eventId}/draw") => {
             let summary = api
                 .draw
                 .draw_summary(&event)
@@ -99,34 +153,91 @@ async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, Lin
                 .ok_or(LineupError::DrawNotPublished)?;
             Ok(document(to_json(&summary), IMMUTABLE))
         }
-        Ok(prefix) => {
-            // Only the chunk names the summary announces; anything else is not a chunk.
-            let summary = api
-                .draw
-                .draw_summary(&event)
-                .await?
-                .ok_or(LineupError::DrawNotPublished)?;
-            let well_formed = prefix.len() == summary.prefix_length
-                && prefix
+        Some("GET /events/{eventId}/draw/{prefix}") => {
+            draw_chunk(api, &event, request::path_parameter(request, "prefix")?).await
+        }
+        Some("GET /events/{eventId}/seats") => match api.seats.availability(&event).await? {
+            Projection::NoLayout => Err(LineupError::EventNotFound),
+            Projection::Rebuilding(_) => Err(LineupError::AvailabilityRebuilding),
+            Projection::Ready(availability) => Ok(document(
+                to_json(&AvailabilityDocument::new(&event, &availability)),
+                AvailabilityDocument::cache_control(),
+            )),
+        },
+        Some("GET /events/{eventId}/layout") => {
+            let summary = match api.seats.availability(&event).await? {
+                Projection::NoLayout => return Err(LineupError::EventNotFound),
+                Projection::Rebuilding(summary) => summary,
+                Projection::Ready(availability) => availability.summary,
+            };
+            let answer = Response::builder()
+                .status(StatusCode::FOUND)
+                .header(LOCATION, layout_path(&event, &summary.version))
+                .body(Body::Empty)
+                .expect("a status and a path make a valid response");
+            Ok(with_cache_control(
+                answer,
+                &format!("public, max-age={}", CURRENT_LAYOUT_MAX_AGE.as_secs()),
+            ))
+        }
+        Some("GET /events/{eventId}/layout/{version}") => {
+            let version = request::path_parameter(request, "version")?;
+            let well_formed = version.len() == 16
+                && version
                     .bytes()
                     .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
             if !well_formed {
                 return Err(LineupError::invalid(
-                    "invalid_prefix",
-                    format!(
-                        "a chunk is named by {} lowercase hex digits",
-                        summary.prefix_length
-                    ),
+                    "invalid_layout_version",
+                    "a layout version is 16 lowercase hex digits",
                 ));
             }
-            let chunk = api
-                .draw
-                .draw_chunk(&event, prefix)
+            let layout = api
+                .layout_documents
+                .get(api.layouts.as_ref(), &event, version)
                 .await?
-                .ok_or(LineupError::DrawNotPublished)?;
-            Ok(document(to_json(&chunk), IMMUTABLE))
+                .ok_or(LineupError::NotFound(
+                    "this event has no such layout version",
+                ))?;
+            Ok(document(layout.as_ref().clone(), IMMUTABLE))
         }
+        _ => Err(LineupError::RouteNotFound {
+            method: request.method().to_string(),
+            path: request.uri().path().to_owned(),
+        }),
     }
+}
+
+async fn draw_chunk(
+    api: &PublicApi,
+    event: &EventId,
+    prefix: &str,
+) -> Result<Response<Body>, LineupError> {
+    // Only the chunk names the summary announces; anything else is not a chunk.
+    let summary = api
+        .draw
+        .draw_summary(event)
+        .await?
+        .ok_or(LineupError::DrawNotPublished)?;
+    let well_formed = prefix.len() == summary.prefix_length
+        && prefix
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if !well_formed {
+        return Err(LineupError::invalid(
+            "invalid_prefix",
+            format!(
+                "a chunk is named by {} lowercase hex digits",
+                summary.prefix_length
+            ),
+        ));
+    }
+    let chunk = api
+        .draw
+        .draw_chunk(event, prefix)
+        .await?
+        .ok_or(LineupError::DrawNotPublished)?;
+    Ok(document(to_json(&chunk), IMMUTABLE))
 }
 
 fn to_json(value: &impl serde::Serialize) -> String {

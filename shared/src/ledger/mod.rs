@@ -2,7 +2,6 @@
 //! The ports here are what the use cases need; [`dynamo::DynamoLedger`] implements them with
 //! DynamoDB conditional writes and transactions (never a read-then-write).
 
-pub mod catalogue;
 pub mod dynamo;
 
 use std::time::{Duration, SystemTime};
@@ -37,7 +36,7 @@ impl SeatStatus {
     }
 }
 
-/// A seat as the seat map shows it.
+/// A seat with its price, as a hold writes it (from the layout).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Seat {
     pub seat_id: SeatId,
@@ -45,14 +44,14 @@ pub struct Seat {
     /// Minor units of `currency`.
     pub price: i64,
     pub currency: String,
-    pub status: SeatStatus,
 }
 
-/// A seat to create when seeding an event.
-#[derive(Debug, Clone)]
+/// A seat to create when seeding an event: its place (section, row) and price.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSeat {
     pub seat_id: SeatId,
     pub section: String,
+    pub row: String,
     pub price: i64,
     pub currency: String,
 }
@@ -177,10 +176,6 @@ pub struct SweepReport {
 
 #[async_trait]
 pub trait SeatLedger: Send + Sync {
-    /// Every seat of the event (empty when the event has no seats: unknown event). Statuses may
-    /// lag a few seconds; a lapsed hold shows as AVAILABLE.
-    async fn seat_map(&self, event: &EventId, now: SystemTime) -> Result<Vec<Seat>, LineupError>;
-
     /// Holds all the seats or none, in one transaction. Fails with 409 `seats_unavailable`
     /// (naming the seats taken) or 409 `hold_exists`.
     async fn hold(&self, request: &HoldRequest) -> Result<Order, LineupError>;

@@ -15,29 +15,14 @@
 //! outbox table (before its TTL). It is logged at error level with the decode error as the
 //! source, so it is seen at once rather than when the retries run out.
 
-use serde::Serialize;
 use serde_json::Value;
 
 use aws_lambda_events::dynamodb::{Event, EventRecord};
 
 use super::{OutboxEvent, TicketPublisher};
+use crate::stream_batch::{failure, sequence_number, stream_event};
+pub use crate::stream_batch::{BatchItemFailure, StreamBatchResponse};
 use crate::LineupError;
-
-/// The function's answer in Lambda's partial batch response shape. (The `aws_lambda_events`
-/// response types are `non_exhaustive`, so they cannot be built outside that crate.)
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StreamBatchResponse {
-    /// Empty when the whole batch went through.
-    pub batch_item_failures: Vec<BatchItemFailure>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BatchItemFailure {
-    /// The record's `dynamodb.SequenceNumber`.
-    pub item_identifier: String,
-}
 
 /// What happened to one record.
 enum Outcome {
@@ -139,23 +124,6 @@ async fn publish_record(publisher: &dyn TicketPublisher, record: &EventRecord) -
     }
 }
 
-fn sequence_number(record: &EventRecord) -> &str {
-    record.change.sequence_number.as_deref().unwrap_or_default()
-}
-
-/// A record without a sequence number cannot be named; an empty identifier makes Lambda treat
-/// the whole batch as failed and retry all of it, which loses nothing.
-fn failure(record: &EventRecord) -> BatchItemFailure {
-    let item_identifier = sequence_number(record).to_owned();
-    if item_identifier.is_empty() {
-        tracing::warn!(
-            stream_event_id = %record.event_id,
-            "failed record has no sequence number; the whole batch will be retried"
-        );
-    }
-    BatchItemFailure { item_identifier }
-}
-
 /// The `outbox-stream` function's handler: checks that it was given a DynamoDB stream event,
 /// then publishes the batch. Any other event (an SQS batch, `{}`) is refused with
 /// `not_a_dynamodb_stream_event` instead of being taken for an empty batch.
@@ -163,34 +131,6 @@ pub async fn handle(
     publisher: &dyn TicketPublisher,
     invocation: lambda_runtime::LambdaEvent<Value>,
 ) -> Result<StreamBatchResponse, LineupError> {
-    let event = stream_event(invocation.payload)?;
+    let event = stream_event(invocation.payload, "outbox-stream")?;
     Ok(publish_batch(publisher, event).await)
-}
-
-fn stream_event(payload: Value) -> Result<Event, LineupError> {
-    const CODE: &str = "not_a_dynamodb_stream_event";
-    let Some(records) = payload.get("Records").and_then(Value::as_array) else {
-        return Err(LineupError::invalid(
-            CODE,
-            "outbox-stream runs on a DynamoDB stream event (a `Records` list), and this event has none",
-        ));
-    };
-    if let Some((index, source)) = records.iter().enumerate().find_map(|(index, record)| {
-        let source = record.get("eventSource").and_then(Value::as_str);
-        (source != Some("aws:dynamodb")).then_some((index, source))
-    }) {
-        return Err(LineupError::invalid(
-            CODE,
-            format!(
-                "outbox-stream runs on DynamoDB stream records (eventSource \"aws:dynamodb\"), \
-                 but record {index} has eventSource {source:?}"
-            ),
-        ));
-    }
-    serde_json::from_value(payload).map_err(|error| {
-        LineupError::invalid(
-            CODE,
-            format!("the records say aws:dynamodb but are not DynamoDB stream records: {error}"),
-        )
-    })
 }

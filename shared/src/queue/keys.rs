@@ -39,6 +39,15 @@ pub struct EventKeys {
     pub status: String,
     /// STRING with a TTL: whoever holds it is running the pre-queue draw.
     pub draw_lock: String,
+    /// HASH: the current seat layout, `version` and `summary` (JSON, [`crate::layout::LayoutSummary`]).
+    pub layout: String,
+    /// STRING bitset, one bit per seat in layout order: set when the seat is available.
+    pub seats_available: String,
+    /// STRING bitset: set when the seat is sold.
+    pub seats_sold: String,
+    /// HASH index → status code (`A`, `H`, `S`): stream changes that came while the bitsets were
+    /// missing, laid over them when they are rebuilt.
+    pub seats_pending: String,
 }
 
 impl EventKeys {
@@ -57,6 +66,10 @@ impl EventKeys {
             restored: key("restored"),
             status: key("status"),
             draw_lock: key("draw-lock"),
+            layout: key("layout"),
+            seats_available: key("seats-available"),
+            seats_sold: key("seats-sold"),
+            seats_pending: key("seats-pending"),
         }
     }
 }

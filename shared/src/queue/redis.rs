@@ -98,6 +98,11 @@ impl RedisQueue {
         })
     }
 
+    /// The seat availability projection, on the same connection.
+    pub fn availability_board(&self) -> crate::availability::redis::RedisAvailability {
+        crate::availability::redis::RedisAvailability::new(self.connection())
+    }
+
     /// A handle on the same multiplexed connection (cheap to clone), for one call.
     fn connection(&self) -> RedisConnection {
         self.connection.clone()

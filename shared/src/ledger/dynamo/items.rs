@@ -8,19 +8,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::from_unix_millis;
 use crate::ids::{CustomerId, EventId, OrderId, PaymentId, SeatId};
-use crate::ledger::{Order, OrderStatus, Seat, SeatStatus};
+use crate::ledger::{Order, OrderStatus, SeatStatus};
 use crate::LineupError;
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
 
-/// The seat map is read through a GSI whose partition key is one of this many shards per event:
-/// all of an event's seats under one GSI key would funnel every seat write into one index
-/// partition (about 1,000 writes/s), throttling the table at the worst moment.
-pub const SEAT_MAP_SHARDS: u32 = 8;
 /// Pending orders are found by the expiry sweep through a sparse GSI, spread over this many keys.
 pub const PENDING_SHARDS: u32 = 8;
 
-pub(crate) const SEAT_MAP_INDEX: &str = "seat_map";
 pub(crate) const PENDING_INDEX: &str = "pending_by_expiry";
 
 pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
@@ -55,10 +50,6 @@ pub fn seat_pk(event: &EventId, seat: &SeatId) -> String {
 
 pub(crate) fn seat_key(event: &EventId, seat: &SeatId) -> AttributeValue {
     s(seat_pk(event, seat))
-}
-
-pub(crate) fn seat_map_shard(event: &EventId, shard: u32) -> String {
-    format!("{event}#{shard}")
 }
 
 pub fn order_pk(order: &OrderId) -> String {
@@ -102,8 +93,8 @@ pub(crate) struct SeatItem {
     pub pk: String,
     pub event_id: String,
     pub seat_id: String,
-    pub map_shard: String,
     pub section: String,
+    pub row: String,
     pub price: i64,
     pub currency: String,
     pub status: SeatStatus,
@@ -111,45 +102,28 @@ pub(crate) struct SeatItem {
     pub held_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_expires_at: Option<u64>,
+    /// The layout the seat was seeded with, and the seat's index in it: what the stream hands
+    /// the availability projection.
+    pub layout_version: String,
+    pub layout_index: u32,
 }
 
 impl SeatItem {
-    pub fn new(event: &EventId, seat: &crate::ledger::NewSeat) -> Self {
-        let shard = stable_hash(seat.seat_id.as_str()) % SEAT_MAP_SHARDS;
+    pub fn new(event: &EventId, seat: &crate::ledger::NewSeat, version: &str, index: u32) -> Self {
         Self {
             pk: seat_pk(event, &seat.seat_id),
             event_id: event.as_str().to_owned(),
             seat_id: seat.seat_id.as_str().to_owned(),
-            map_shard: seat_map_shard(event, shard),
             section: seat.section.clone(),
+            row: seat.row.clone(),
             price: seat.price,
             currency: seat.currency.clone(),
             status: SeatStatus::Available,
             held_by: None,
             hold_expires_at: None,
+            layout_version: version.to_owned(),
+            layout_index: index,
         }
-    }
-
-    /// The seat as customers see it: a hold that has lapsed is AVAILABLE, sweep or not.
-    pub fn into_seat(self, now_ms: u64) -> Result<Seat, LineupError> {
-        let lapsed =
-            self.status == SeatStatus::Held && self.hold_expires_at.is_some_and(|at| at <= now_ms);
-        // A stored id that does not parse is a bad item (500), not the caller's mistake (400).
-        let seat_id = SeatId::parse(&self.seat_id).map_err(|_| LineupError::SeatStoreReply {
-            operation: "seat item",
-            reply: self.pk.clone(),
-        })?;
-        Ok(Seat {
-            seat_id,
-            section: self.section,
-            price: self.price,
-            currency: self.currency,
-            status: if lapsed {
-                SeatStatus::Available
-            } else {
-                self.status
-            },
-        })
     }
 }
 

@@ -241,23 +241,15 @@ mod ports {
     use async_trait::async_trait;
 
     use super::DynamoLedger;
-    use crate::ids::{EventId, OrderId};
+    use crate::ids::OrderId;
     use crate::ledger::{
-        Confirmation, HoldRequest, HoldSweeper, Order, PaymentConfirmation, PaymentLedger, Seat,
+        Confirmation, HoldRequest, HoldSweeper, Order, PaymentConfirmation, PaymentLedger,
         SeatLedger, SweepReport, TicketLimits,
     };
     use crate::LineupError;
 
     #[async_trait]
     impl SeatLedger for DynamoLedger {
-        async fn seat_map(
-            &self,
-            event: &EventId,
-            now: SystemTime,
-        ) -> Result<Vec<Seat>, LineupError> {
-            self.read_seat_map(event, now).await
-        }
-
         async fn hold(&self, request: &HoldRequest) -> Result<Order, LineupError> {
             self.hold_seats(request).await
         }

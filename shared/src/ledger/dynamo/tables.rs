@@ -2,8 +2,9 @@
 //! with the same keys). Why these keys:
 //!
 //! - seats `pk` = `<eventId>#<seatId>`: one partition per seat, so holds on different seats never
-//!   contend, and a hot on-sale spreads over the table. The seat map reads GSI `seat_map`
-//!   (`map_shard` = `<eventId>#<0..8>`, `seat_id`): eight keys per event, not one hot key.
+//!   contend, and a hot on-sale spreads over the table. No index: nobody reads an event's seats
+//!   from the table; the seat map is the availability projection, kept from the table's stream
+//!   (new images) by `availability` (see [`crate::availability`]).
 //! - orders `pk` = `ORDER#<id>` | `HOLD#<event>#<customer>` | `IDEMPOTENCY#<key>` |
 //!   `PAYMENT#<paymentId>` | `TICKETS#<event>#<customer>`: each record its own partition. They
 //!   share a table because they share a lifecycle, permissions and capacity (transactions could
@@ -17,8 +18,8 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_dynamodb::Client;
 
-use super::items::{PENDING_INDEX, SEAT_MAP_INDEX};
-use super::{store_error, TableNames};
+use super::items::PENDING_INDEX;
+use super::{built, store_error, TableNames};
 use crate::LineupError;
 
 fn attribute(name: &str, kind: ScalarAttributeType) -> AttributeDefinition {
@@ -59,10 +60,13 @@ pub async fn create_tables(client: &Client, tables: &TableNames) -> Result<(), L
         .table_name(&tables.seats)
         .billing_mode(BillingMode::PayPerRequest)
         .attribute_definitions(attribute("pk", S))
-        .attribute_definitions(attribute("map_shard", S))
-        .attribute_definitions(attribute("seat_id", S))
         .key_schema(key("pk", KeyType::Hash))
-        .global_secondary_indexes(index(SEAT_MAP_INDEX, "map_shard", "seat_id"))
+        .stream_specification(built(
+            StreamSpecification::builder()
+                .stream_enabled(true)
+                .stream_view_type(StreamViewType::NewImage)
+                .build(),
+        ))
         .send()
         .await
         .map_err(store_error)?;

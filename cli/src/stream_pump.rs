@@ -1,14 +1,18 @@
-//! The local event source mapping: reads the outbox table's DynamoDB stream and hands each batch
-//! to the `outbox-stream` handler in the shape Lambda delivers (`{"Records": [...]}`). Like the
-//! real mapping, a batch with failures is handed over again from its lowest failed record.
+//! The local event source mappings: read a table's DynamoDB stream and hand each batch to its
+//! function's handler in the shape Lambda delivers (`{"Records": [...]}`): the outbox table's to
+//! `outbox-stream`, the seats table's to `availability`. Like the real mapping, a batch with
+//! failures is handed over again from its lowest failed record.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use aws_sdk_dynamodbstreams::types::{AttributeValue, Record, ShardIteratorType};
 use aws_sdk_dynamodbstreams::Client as StreamsClient;
-use lineup::outbox::stream::{handle, StreamBatchResponse};
+use lineup::availability::AvailabilityBoard;
 use lineup::outbox::TicketPublisher;
+use lineup::stream_batch::StreamBatchResponse;
+use lineup::LineupError;
 use serde_json::{json, Map, Value};
 
 type StreamsError<E> = aws_sdk_dynamodbstreams::error::SdkError<E>;
@@ -50,7 +54,7 @@ pub enum PumpError {
     ),
     #[error("a stream record has no {0}")]
     Incomplete(&'static str),
-    #[error("a stream record holds an attribute type an outbox item never has")]
+    #[error("a stream record holds an attribute type neither an outbox nor a seat item has")]
     UnexpectedAttribute,
 }
 
@@ -140,15 +144,58 @@ pub async fn read_all(streams: &StreamsClient, arn: &str) -> Result<Vec<Value>, 
     Ok(records)
 }
 
-/// Follows the stream from its start, handing each new batch to the `outbox-stream` handler.
+/// A function a stream feeds.
+#[async_trait]
+pub trait StreamHandler: Send + Sync {
+    /// Its name, for the logs.
+    fn name(&self) -> &'static str;
+    async fn handle(
+        &self,
+        invocation: lambda_runtime::LambdaEvent<Value>,
+    ) -> Result<StreamBatchResponse, LineupError>;
+}
+
+/// `outbox-stream`: publishes outbox events to the ticket queue.
+pub struct OutboxStream(pub std::sync::Arc<dyn TicketPublisher>);
+
+#[async_trait]
+impl StreamHandler for OutboxStream {
+    fn name(&self) -> &'static str {
+        "outbox-stream"
+    }
+    async fn handle(
+        &self,
+        invocation: lambda_runtime::LambdaEvent<Value>,
+    ) -> Result<StreamBatchResponse, LineupError> {
+        lineup::outbox::stream::handle(self.0.as_ref(), invocation).await
+    }
+}
+
+/// `availability`: projects seat changes into the seat map.
+pub struct AvailabilityStream(pub std::sync::Arc<dyn AvailabilityBoard>);
+
+#[async_trait]
+impl StreamHandler for AvailabilityStream {
+    fn name(&self) -> &'static str {
+        "availability"
+    }
+    async fn handle(
+        &self,
+        invocation: lambda_runtime::LambdaEvent<Value>,
+    ) -> Result<StreamBatchResponse, LineupError> {
+        lineup::availability::stream::handle(self.0.as_ref(), invocation).await
+    }
+}
+
+/// Follows the stream from its start, handing each new batch to the handler.
 ///
 /// It keeps its place by sequence number and asks for a fresh shard iterator on each pass (the
 /// mapping's own iterators are not exposed to it either), so a failed batch is re-read from its
 /// failed record exactly, and nothing depends on an iterator staying valid between passes.
-pub struct OutboxPump {
+pub struct StreamPump {
     pub streams: StreamsClient,
     pub stream_arn: String,
-    pub publisher: std::sync::Arc<dyn TicketPublisher>,
+    pub handler: std::sync::Arc<dyn StreamHandler>,
     pub poll_every: Duration,
 }
 
@@ -163,7 +210,7 @@ enum Position {
     At(String),
 }
 
-impl OutboxPump {
+impl StreamPump {
     /// Runs until the task is dropped. Errors reading the stream are logged and retried.
     pub async fn run(self) {
         let mut positions: HashMap<String, Position> = HashMap::new();
@@ -172,7 +219,7 @@ impl OutboxPump {
         loop {
             interval.tick().await;
             if let Err(error) = self.pump_once(&mut positions).await {
-                tracing::warn!(error = %error, source = ?std::error::Error::source(&error), "outbox pump: reading the stream failed; retrying");
+                tracing::warn!(function = self.handler.name(), error = %error, source = ?std::error::Error::source(&error), "stream pump: reading the stream failed; retrying");
             }
         }
     }
@@ -219,11 +266,12 @@ impl OutboxPump {
             json!({ "Records": records }),
             lambda_runtime::Context::default(),
         );
-        match handle(self.publisher.as_ref(), invocation).await {
+        let function = self.handler.name();
+        match self.handler.handle(invocation).await {
             Ok(StreamBatchResponse {
                 batch_item_failures,
             }) if batch_item_failures.is_empty() => {
-                tracing::debug!(records = count, "outbox pump: batch delivered");
+                tracing::debug!(function, records = count, "stream pump: batch delivered");
                 Position::After(last)
             }
             Ok(StreamBatchResponse {
@@ -237,13 +285,13 @@ impl OutboxPump {
                     .min_by_key(|sequence| (sequence.len(), *sequence))
                     .unwrap_or_default()
                     .to_owned();
-                tracing::warn!(records = count, failed = batch_item_failures.len(), from = %lowest, "outbox pump: batch partly failed; handing it over again");
+                tracing::warn!(function, records = count, failed = batch_item_failures.len(), from = %lowest, "stream pump: batch partly failed; handing it over again");
                 Position::At(lowest)
             }
             Err(error) => {
                 // The handler refused the whole batch (not a stream event): skip past it, as a
                 // mapping would after its retries, and say so loudly.
-                tracing::error!(error = %error, records = count, "outbox pump: the handler refused a batch");
+                tracing::error!(function, error = %error, records = count, "stream pump: the handler refused a batch");
                 Position::After(last)
             }
         }
@@ -290,7 +338,7 @@ fn dynamodb_item(item: &HashMap<String, AttributeValue>) -> Result<Value, PumpEr
         .map(Value::Object)
 }
 
-/// DynamoDB JSON for the attribute types an outbox item can hold.
+/// DynamoDB JSON for the attribute types an outbox or seat item can hold.
 fn dynamodb_json(value: &AttributeValue) -> Result<Value, PumpError> {
     Ok(match value {
         AttributeValue::S(s) => json!({ "S": s }),
