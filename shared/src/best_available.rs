@@ -7,8 +7,9 @@
 //! the customer can ask for fewer, another section, or pick seats one by one.
 //!
 //! Many people ask at once from the same (second-old) availability, so everyone's first choice
-//! is the same block. To spread them, a request picks at random among the best few blocks that
-//! do not overlap ([`spread`]), instead of all colliding on the best one.
+//! is the same block. A request tries the best block first; after a conflict it picks at random
+//! among the best few blocks that do not overlap ([`spread`]), so the crowd spreads instead of
+//! colliding on the next best one too.
 
 use crate::layout::LayoutSection;
 

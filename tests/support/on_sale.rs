@@ -235,6 +235,39 @@ impl OnSale {
         request(&event)
     }
 
+    /// `POST /events/{eventId}/holds` with `body` (any JSON), as the customer, with the token.
+    pub async fn hold_with_body(
+        &self,
+        customer: &CustomerId,
+        token: &str,
+        body: &Value,
+    ) -> Response<Body> {
+        let mut event = route(
+            &sample("hold.json"),
+            &[("eventId", self.event.as_str())],
+            Some(customer),
+        );
+        event["body"] = body.to_string().into();
+        event["headers"]["x-queue-token"] = token.into();
+        holds::handle(&self.hold_api, request(&event)).await
+    }
+
+    /// Best available: `quantity` seats together in `section`.
+    pub async fn hold_best(
+        &self,
+        customer: &CustomerId,
+        token: &str,
+        section: &str,
+        quantity: usize,
+    ) -> Response<Body> {
+        self.hold_with_body(
+            customer,
+            token,
+            &serde_json::json!({ "section": section, "quantity": quantity }),
+        )
+        .await
+    }
+
     pub async fn hold(
         &self,
         customer: &CustomerId,

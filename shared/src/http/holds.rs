@@ -259,9 +259,9 @@ impl Hold<'_> {
         self.write(&layout, seats).await
     }
 
-    /// Holds `quantity` seats together in `section`: the best blocks the availability shows,
-    /// tried in turn (picked at random among the best few that do not overlap), skipping seats
-    /// found taken, at most [`BEST_AVAILABLE_ATTEMPTS`] holds.
+    /// Holds `quantity` seats together in `section`: the best block the availability shows,
+    /// then, after a conflict, one picked at random among the best few that do not overlap,
+    /// skipping seats found taken, at most [`BEST_AVAILABLE_ATTEMPTS`] holds.
     async fn best_available(&self, section: &str, quantity: usize) -> Result<Order, LineupError> {
         let api = self.api;
         let availability = match api.board.availability(self.event).await? {
@@ -298,9 +298,17 @@ impl Hold<'_> {
             );
             let choices = spread(&blocks, BEST_AVAILABLE_SPREAD);
             if choices.is_empty() {
+                // Nothing left together, as far as the availability and the conflicts tell.
+                last_refusal = None;
                 break;
             }
-            let block = choices[pick(choices.len(), self.customer, attempt)];
+            // The best block first; after a conflict (others chose from the same availability),
+            // one of the next best at random, so the crowd spreads instead of colliding again.
+            let block = if attempt == 0 {
+                choices[0]
+            } else {
+                choices[pick(choices.len(), self.customer, attempt)]
+            };
             let seats: Vec<Seat> = block
                 .iter()
                 .filter_map(|index| layout.seat_at(*index))
@@ -320,6 +328,8 @@ impl Hold<'_> {
                 other => return other,
             }
         }
+        // Attempts ran out while blocks remained: the seats went meanwhile (try again). Else no
+        // row has that many together.
         Err(LineupError::HoldRefused(last_refusal.unwrap_or(
             HoldRefused::NoSeatsTogether {
                 section: section.to_owned(),
