@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The on-sale end to end, as a newcomer meets it (run by scripts/test.sh, after the Rust tests):
 #
-#  1. the README's run command, `cargo run --bin lineup -- dev`, on a stack it starts itself:
-#     it must print its URL and serve the waiting-room page;
+#  1. the README's run command, `cargo run --bin lineup -- dev`, with a 20,000-seat demo event
+#     (`--seats 20000`, so that the browser test sees a big venue; one server for all of it), on
+#     a stack it starts itself: it must print its URL and serve the waiting-room page;
 #  2. the browser test (tests/browser/, headless Debian Chromium driven by playwright-core):
-#     joining to an issued ticket, and a second customer refused a seat the first holds;
-#     screenshots in target/browser/;
+#     joining to an issued ticket, a second customer refused a seat the first holds, best
+#     available on the 20,000-seat event (the sections first, rows a page at a time, 2 seats
+#     side by side), and the pre-queue; screenshots in target/browser/;
 #  3. Ctrl-C (SIGINT) must stop the server and every service it started;
 #  4. the binary that command built, copied alone to an empty directory and started from another
 #     working directory (no source tree to lean on: the page and the installer are compiled in),
@@ -24,6 +26,9 @@ source scripts/local-stack.sh
 API_PORT="${LINEUP_E2E_PORT:-3000}"
 DEV_REDIS_PORT="${LINEUP_E2E_REDIS_PORT:-6381}"
 DEV_MOTO_PORT="${LINEUP_E2E_MOTO_PORT:-5010}"
+# The demo event's size for the browser test (its best-available scenario wants a big venue);
+# seeding 20,000 seats takes about 20 s more than the default 1,000.
+BIG_SEATS=20000
 # The README's command as written when the ports are the defaults; the ports named otherwise.
 DEV_PORTS=()
 if [ "$API_PORT:$DEV_REDIS_PORT:$DEV_MOTO_PORT" != "3000:6381:5010" ]; then
@@ -130,8 +135,8 @@ trap abandon_dev EXIT
 ensure_chromium
 ensure_browser_test_packages
 
-echo "==> the README's run command: cargo run --bin lineup -- dev ${DEV_PORTS[*]}"
-start_dev target/e2e/dev.log cargo run --locked --bin lineup -- dev "${DEV_PORTS[@]}"
+echo "==> the README's run command: cargo run --bin lineup -- dev --seats $BIG_SEATS ${DEV_PORTS[*]}"
+start_dev target/e2e/dev.log cargo run --locked --bin lineup -- dev --seats "$BIG_SEATS" "${DEV_PORTS[@]}"
 grep "Lineup is running" target/e2e/dev.log
 # Into a file first: `curl | grep -q` fails under pipefail when grep stops reading early.
 curl -fsS "http://127.0.0.1:$API_PORT/" -o target/e2e/index.html
@@ -139,7 +144,7 @@ grep -q "<title>" target/e2e/index.html || { echo "error: the page did not load"
 curl -fsS "http://127.0.0.1:$API_PORT/app.js" >/dev/null
 echo "==> the waiting-room page loads"
 
-echo "==> browser test (headless Chromium): join to issued ticket; a second customer refused a held seat"
+echo "==> browser test (headless Chromium): join to issued ticket; a second customer refused a held seat; best available on $BIG_SEATS seats; the pre-queue"
 LINEUP_URL="http://127.0.0.1:$API_PORT" node --test tests/browser/
 ls target/browser/*.png
 stop_dev

@@ -1,6 +1,7 @@
 // Lineup waiting room: join an event's queue, wait for your number to be called (reading the
-// public status the CDN serves; a pre-queue number from the published draw), choose and hold
-// seats, pay (through the local simulated payment provider) and see the issued ticket.
+// public status the CDN serves; a pre-queue number from the published draw), hold the best seats
+// available in a section or choose seats in it, pay (through the local simulated payment
+// provider) and see the issued ticket.
 //
 // The HTTP contract is openapi.yaml. This page is served by `lineup dev`, so the API is on the
 // same origin. Identity is an UNSIGNED JWT made here from the "Your name" field: the local
@@ -9,6 +10,8 @@
 
 const MAX_SEATS = 4;
 const SEAT_REFRESH_MS = 5000;
+const ROWS_PER_PAGE = 25; // one section's seats are shown this many rows at a time
+const DEFAULT_PARTY_SIZE = 2; // seats wanted, until the customer says otherwise
 const ORDER_POLL_MS = 1000;
 const TICKET_POLL_MS = 1000;
 const DEFAULT_POLL_S = 5; // also the status read interval at the front of the queue
@@ -24,7 +27,11 @@ const el = {
   queueHeading: $('queue-heading'), status: $('status'), statusText: $('status-text'),
   position: $('position'), eta: $('eta'), progressWrap: $('progress-wrap'), progress: $('progress'),
   join: $('join'), leave: $('leave'),
-  seats: $('seats'), seatsHeading: $('seats-heading'), seatmap: $('seatmap'),
+  seats: $('seats'), seatsHeading: $('seats-heading'), seatmap: $('seatmap'), overview: $('overview'),
+  sectionView: $('section-view'), sectionHeading: $('section-heading'), sectionAvailability: $('section-availability'),
+  back: $('back'), rowsPager: $('rows-pager'), rowsPrev: $('rows-prev'), rowsNext: $('rows-next'),
+  rowsPage: $('rows-page'), rowsStatus: $('rows-status'), rowsEnd: $('rows-end'),
+  rowsPrevEnd: $('rows-prev-end'), rowsNextEnd: $('rows-next-end'),
   selection: $('selection'), hold: $('hold'), refresh: $('refresh'), seatsUpdated: $('seats-updated'),
   holdMinutes: $('hold-minutes'),
   order: $('order'), orderHeading: $('order-heading'), orderDetails: $('order-details'),
@@ -50,10 +57,12 @@ const state = {
   restoreAnswered: null, // the status's restoredAt we last polled for
   accessToken: null,
   admissionExpiresAt: null,
-  seats: [],
-  seatById: new Map(),
-  seatLayoutKey: '',
+  layout: null, // {version, sections: [{name, price, currency, rows: [{name, seats, first}], seats}], places}
+  availability: null, // per layout section: {seats, available, bits} (bit i: seat i is available)
   seatsLoading: false,
+  view: { section: null, firstRow: 0 }, // the open section (its name) and its first row shown
+  partySize: DEFAULT_PARTY_SIZE, // how many seats best available asks for
+  bestAvailable: null, // {section, quantity} while a best-available hold is asked for
   chosen: [],
   justTaken: new Map(), // seatId -> time (ms) until which it is shown taken whatever the map says
   order: null,
@@ -176,12 +185,14 @@ const listIds = (ids) => ids.join(', ');
 
 class NetworkError extends Error {}
 
-/** One request. Resolves to {status, data, retryAfter}; rejects only when the server is unreachable. */
-async function api(method, path, { body, headers = {} } = {}) {
+/** One request. Resolves to {status, data, retryAfter}; rejects only when the server is unreachable.
+ *  Public documents (`auth: false`) go without a name, as the CDN serves them to everyone, and
+ *  may come from the browser's cache (`cache`). */
+async function api(method, path, { body, headers = {}, auth = true, cache = 'no-store' } = {}) {
   const init = {
     method,
-    cache: 'no-store',
-    headers: { Accept: 'application/json', Authorization: `Bearer ${unsignedJwt(state.customer)}`, ...headers },
+    cache,
+    headers: { Accept: 'application/json', ...(auth ? { Authorization: `Bearer ${unsignedJwt(state.customer)}` } : {}), ...headers },
   };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
@@ -249,17 +260,20 @@ const UNREACHABLE = 'Cannot reach the server. Check your connection;';
 // ---------------------------------------------------------------------------------------------
 // Notices
 
-/** Shows the latest notice. kind: info | success | error. */
-function notify(text, kind = 'info') {
+/** Shows the latest notice. kind: info | success | error. `code`: the API's error code, kept
+ *  on the notice (data-code); `action`: {label, run}, a button offering the obvious next step. */
+function notify(text, kind = 'info', { code, action } = {}) {
   // role=alert makes errors interrupt; everything else is announced politely.
   el.message.setAttribute('role', kind === 'error' ? 'alert' : 'status');
   el.message.setAttribute('aria-live', kind === 'error' ? 'assertive' : 'polite');
   el.message.dataset.kind = kind;
-  delete el.message.dataset.code;
+  if (code) el.message.dataset.code = code;
+  else delete el.message.dataset.code;
   el.message.replaceChildren(
     h('span', { class: 'message-icon', 'aria-hidden': 'true' }, { info: 'ℹ', success: '✓', error: '!' }[kind] ?? 'ℹ'),
     h('span', { class: 'message-text' },
-      h('strong', {}, { info: 'Note: ', success: 'Done: ', error: 'Problem: ' }[kind] ?? ''), text),
+      h('strong', {}, { info: 'Note: ', success: 'Done: ', error: 'Problem: ' }[kind] ?? ''), text,
+      action ? h('button', { type: 'button', class: 'secondary notice-action', onclick: () => { clearNotice(); action.run(); } }, action.label) : null),
   );
   el.dismiss.hidden = false;
 }
@@ -337,7 +351,8 @@ function setPhase(phase) {
 
   el.seats.hidden = phase !== 'choosing' && phase !== 'holding';
   el.hold.disabled = phase === 'holding';
-  el.hold.setAttribute('aria-busy', String(phase === 'holding'));
+  el.hold.setAttribute('aria-busy', String(phase === 'holding' && !state.bestAvailable));
+  updateOverview(); // best available is offered only while choosing
 
   el.order.hidden = phase !== 'held' && phase !== 'paying';
   el.pay.disabled = phase === 'paying';
@@ -824,19 +839,27 @@ function admissionMayHaveEnded() {
 
 // ---------------------------------------------------------------------------------------------
 // The seat map
+//
+// Two public documents, both cacheable by the CDN (no name sent): the event's layout (sections,
+// their prices, rows nearest the stage first, seats in order along each row), immutable and
+// fetched once per version; and its availability, a bitset per section (bit i set: the
+// section's seat i in layout order is available), read on every refresh. Held and sold seats
+// are not told apart: both are "taken". The page shows the sections first, with a best-available
+// hold in each; opening a section shows its seats, a page of rows at a time, so that even a
+// stadium never turns into tens of thousands of buttons.
 
 function enterSeats({ announce = true } = {}) {
   const wasChoosing = state.phase === 'choosing' || state.phase === 'holding';
   setPhase('choosing');
   if (!wasChoosing) {
-    if (announce) notify('You are in! Choose up to 4 seats and hold them.', 'success');
+    if (announce) notify('You are in! Ask for the best seats available in a section, or open a section and choose up to 4 seats yourself.', 'success');
     focusHeading(el.seatsHeading);
   }
   refreshSeats();
 }
 
-function scheduleSeatRefresh() {
-  later('seats', SEAT_REFRESH_MS, () => {
+function scheduleSeatRefresh(ms = SEAT_REFRESH_MS) {
+  later('seats', ms, () => {
     if (state.phase !== 'choosing') return;
     if (document.visibilityState === 'hidden') {
       scheduleSeatRefresh();
@@ -846,18 +869,32 @@ function scheduleSeatRefresh() {
   });
 }
 
+/** Reads the availability (and, when its layout version is new to us, the layout first).
+ *  `announce`: the customer asked (Refresh), so the browser's own copy, which may be a few
+ *  seconds old (max-age and stale-while-revalidate), won't do. */
 async function refreshSeats({ announce = false } = {}) {
   if (state.seatsLoading) return;
   state.seatsLoading = true;
   el.refresh.setAttribute('aria-busy', 'true');
+  let next = SEAT_REFRESH_MS;
   try {
-    const r = await api('GET', `/events/${enc(state.eventId)}/seats`);
-    if (r.status === 200 && r.data && Array.isArray(r.data.seats)) {
-      applySeats(r.data.seats);
-      el.seatsUpdated.textContent = `Seat map updated at ${new Date().toLocaleTimeString()}.`;
-      if (announce) notify('Seat map refreshed.', 'info');
+    const r = await api('GET', `/events/${enc(state.eventId)}/seats`, { auth: false, cache: announce ? 'no-cache' : 'default' });
+    if (r.status === 200 && isAvailability(r.data)) {
+      if (state.layout?.version !== r.data.layoutVersion) await loadLayout(r.data);
+      if (state.layout?.version === r.data.layoutVersion) {
+        applyAvailability(r.data);
+        el.seatsUpdated.textContent = `Seat map updated at ${new Date().toLocaleTimeString()}.`;
+        if (announce) notify('Seat map refreshed.', 'info');
+      }
     } else if (r.status === 503) {
-      el.seatsUpdated.textContent = 'The service is busy; the seat map will refresh shortly.';
+      // Rebuilt after the server lost it, or busy: come back when the server says.
+      const s = r.retryAfter ?? 2;
+      next = withJitter(s);
+      el.seatsUpdated.textContent = problem(r).code === 'availability_rebuilding'
+        ? 'The seat map is being rebuilt; it will be back in a few seconds.'
+        : 'The service is busy; the seat map will refresh shortly.';
+    } else if (r.status === 404) {
+      notify('This event has no seats on sale.', 'error');
     } else {
       notify(`Could not load the seat map. ${problem(r).message}`, 'error');
     }
@@ -866,155 +903,329 @@ async function refreshSeats({ announce = false } = {}) {
   } finally {
     state.seatsLoading = false;
     el.refresh.removeAttribute('aria-busy');
-    el.seatmap.setAttribute('aria-busy', 'false');
-    if (state.phase === 'choosing') scheduleSeatRefresh();
+    if (state.phase === 'choosing') scheduleSeatRefresh(next);
   }
 }
 
-function effectiveStatus(seat) {
-  const until = state.justTaken.get(seat.seatId);
-  if (until !== undefined) {
-    if (until > Date.now() && seat.status === 'AVAILABLE') return 'HELD';
-    if (until <= Date.now()) state.justTaken.delete(seat.seatId);
-  }
-  return seat.status;
+function isAvailability(data) {
+  return data && typeof data.layoutVersion === 'string' && Array.isArray(data.sections) &&
+    data.sections.every((s) => s && typeof s.name === 'string' && typeof s.bits === 'string');
 }
 
-function applySeats(seats) {
-  state.seats = seats.map((s) => ({
-    seatId: String(s.seatId),
-    section: String(s.section ?? ''),
-    price: Number(s.price) || 0,
-    currency: String(s.currency ?? state.currency),
-    status: ['AVAILABLE', 'HELD', 'SOLD'].includes(s.status) ? s.status : 'HELD',
-  }));
-  state.seatById = new Map(state.seats.map((s) => [s.seatId, s]));
+/** The layout of the availability's version: immutable, so fetched once per version (and the
+ *  browser may keep it too). */
+async function loadLayout(availability) {
+  const version = availability.layoutVersion;
+  const path = typeof availability.layout === 'string' && availability.layout.startsWith('/')
+    ? availability.layout
+    : `/events/${enc(state.eventId)}/layout/${enc(version)}`;
+  const r = await api('GET', path, { auth: false, cache: 'default' });
+  if (r.status !== 200 || !isLayout(r.data) || r.data.version !== version) {
+    el.seatsUpdated.textContent = 'Could not load the seat layout; trying again shortly.';
+    return;
+  }
+  const changed = state.layout !== null;
+  state.layout = parseLayout(r.data);
+  state.availability = null;
+  // A new layout may lack seats or sections we had.
+  state.chosen = state.chosen.filter((id) => state.layout.places.has(id));
+  if (state.view.section !== null && !sectionByName(state.view.section)) state.view.section = null;
+  buildOverview();
+  buildSeatMap();
+  showView();
+  if (changed) notify('The seat map changed: the venue layout was updated. Please check your choice.', 'info');
+}
+
+function isLayout(data) {
+  return data && typeof data.version === 'string' && Array.isArray(data.sections) &&
+    data.sections.every((s) => s && typeof s.name === 'string' && Array.isArray(s.rows) &&
+      s.rows.every((row) => row && Array.isArray(row.seats)));
+}
+
+/** Sections with their rows; each row knows the index of its first seat in the section (the
+ *  availability's bit order), and every seat id its place. */
+function parseLayout(doc) {
+  const places = new Map();
+  const sections = doc.sections.map((section, s) => {
+    let next = 0;
+    const rows = section.rows.map((row, r) => {
+      const first = next;
+      const seats = row.seats.map(String);
+      seats.forEach((seatId, n) => places.set(seatId, { section: s, row: r, index: first + n }));
+      next += seats.length;
+      return { name: String(row.name ?? r + 1), seats, first };
+    });
+    return {
+      name: section.name,
+      price: Number(section.price) || 0,
+      currency: String(section.currency ?? state.currency),
+      rows,
+      seats: next,
+    };
+  });
+  return { version: doc.version, sections, places };
+}
+
+function base64Bytes(base64) {
+  const binary = atob(base64);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+function applyAvailability(data) {
+  const byName = new Map(data.sections.map((s) => [s.name, s]));
+  state.availability = state.layout.sections.map((section) => {
+    const s = byName.get(section.name);
+    if (!s) return { seats: section.seats, available: 0, bits: new Uint8Array(0) };
+    let bits;
+    try {
+      bits = base64Bytes(s.bits);
+    } catch {
+      bits = new Uint8Array(0); // unreadable: shown taken until the next refresh
+    }
+    return { seats: Number(s.seats) || section.seats, available: Number(s.available) || 0, bits };
+  });
 
   // Seats that were chosen but are no longer available.
-  const lost = state.chosen.filter((id) => {
-    const seat = state.seatById.get(id);
-    return !seat || effectiveStatus(seat) !== 'AVAILABLE';
-  });
+  const lost = state.chosen.filter((id) => seatStatus(id) !== 'available');
   if (lost.length) {
     state.chosen = state.chosen.filter((id) => !lost.includes(id));
     notify(`${lost.length === 1 ? 'Seat' : 'Seats'} ${listIds(lost)} ${lost.length === 1 ? 'was' : 'were'} just taken by someone else and removed from your choice.`, 'error');
   }
-
-  const layoutKey = state.seats.map((s) => `${s.seatId}|${s.section}|${s.price}|${s.currency}`).join(',');
-  if (layoutKey !== state.seatLayoutKey) {
-    buildSeatMap();
-    state.seatLayoutKey = layoutKey;
-  }
+  updateOverview();
   updateSeatButtons();
   updateSelection();
 }
 
-/** Demo seat ids are SECTION-ROW-NUMBER (FLR-A-07): rows by the middle part; otherwise a grid. */
-function seatParts(seatId) {
-  const parts = seatId.split('-');
-  return parts.length === 3 ? { row: parts[1], number: parts[2] } : null;
+/** 'available' or 'taken' (held or sold: the availability does not tell which). Seats a hold
+ *  was just refused for stay taken a while, whatever a lagging availability says. */
+function seatStatus(seatId) {
+  const place = state.layout?.places.get(seatId);
+  const bits = place && state.availability?.[place.section]?.bits;
+  if (!bits) return 'taken';
+  const until = state.justTaken.get(seatId);
+  if (until !== undefined) {
+    if (until > Date.now()) return 'taken';
+    state.justTaken.delete(seatId);
+  }
+  return (bits[place.index >> 3] ?? 0) & (0x80 >> (place.index & 7)) ? 'available' : 'taken';
+}
+
+const sectionByName = (name) => state.layout?.sections.find((s) => s.name === name) ?? null;
+const sectionAvailability = (name) => state.availability?.[state.layout.sections.findIndex((s) => s.name === name)] ?? null;
+const rowSpan = (section) => (section.rows.length ? `rows ${section.rows[0].name}–${section.rows.at(-1).name}` : 'no rows');
+
+function availabilityText(available, total) {
+  return available === 0
+    ? `Sold out or held (${total.toLocaleString()} seats).`
+    : `${available.toLocaleString()} of ${total.toLocaleString()} seats available.`;
+}
+
+// --- The overview: one entry per section -----------------------------------------------------
+
+function buildOverview() {
+  if (!state.layout) return;
+  const quantities = Array.from({ length: MAX_SEATS }, (_, i) => i + 1);
+  el.overview.replaceChildren(h('ul', { class: 'section-list' }, state.layout.sections.map((section, i) => {
+    const nameId = `section-${i + 1}-name`;
+    const quantityId = `section-${i + 1}-quantity`;
+    const inSection = h('span', { class: 'visually-hidden' }, ` in ${section.name}`);
+    return h('li', { class: 'section-card', dataset: { section: section.name } },
+      h('h3', { id: nameId, class: 'section-card-name' }, section.name),
+      h('p', { class: 'section-price' }, `${money(section.price, section.currency)} a seat`),
+      h('p', { class: 'section-count' }),
+      // The share still available, drawn; the sentence above says it in words.
+      h('div', { class: 'availability-bar', 'aria-hidden': 'true' }, h('span', { class: 'availability-fill' })),
+      h('p', { class: 'hint section-rows' }, `${section.rows.length.toLocaleString()} ${section.rows.length === 1 ? 'row' : 'rows'} (${rowSpan(section)}), row ${section.rows[0]?.name ?? ''} nearest the stage.`),
+      h('div', { class: 'best-available' },
+        h('label', { for: quantityId }, 'Seats', inSection.cloneNode(true)),
+        h('select', { id: quantityId, class: 'quantity', dataset: { section: section.name }, onchange: (e) => setPartySize(Number(e.target.value)) },
+          quantities.map((n) => h('option', { value: n, selected: n === state.partySize }, n))),
+        h('button', {
+          type: 'button', class: 'primary best-available-button', dataset: { section: section.name },
+          'aria-describedby': nameId, onclick: () => holdBestAvailable(section.name),
+        }, 'Best available', inSection.cloneNode(true))),
+      h('button', {
+        type: 'button', class: 'secondary open-section', dataset: { section: section.name },
+        onclick: () => openSection(section.name),
+      }, 'Choose seats yourself', inSection.cloneNode(true)));
+  })));
+  el.overview.setAttribute('aria-busy', 'false');
+  updateOverview();
+}
+
+/** One number of seats wanted for the whole page: choosing it in one section sets it in all. */
+function setPartySize(n) {
+  if (!Number.isInteger(n) || n < 1 || n > MAX_SEATS) return;
+  state.partySize = n;
+  for (const select of el.overview.querySelectorAll('select.quantity')) select.value = String(n);
+}
+
+function updateOverview() {
+  if (!state.layout) return;
+  for (const card of el.overview.querySelectorAll('.section-card')) {
+    const name = card.dataset.section;
+    const section = sectionByName(name);
+    const counts = sectionAvailability(name);
+    const count = card.querySelector('.section-count');
+    const button = card.querySelector('.best-available-button');
+    if (!section) continue;
+    if (!counts) {
+      count.textContent = `${section.seats.toLocaleString()} seats; checking which are available…`;
+    } else {
+      count.textContent = availabilityText(counts.available, counts.seats);
+      count.dataset.available = String(counts.available);
+      count.dataset.seats = String(counts.seats);
+      card.querySelector('.availability-fill').style.width = `${counts.seats ? (100 * counts.available) / counts.seats : 0}%`;
+    }
+    card.dataset.soldOut = String(counts?.available === 0);
+    const busy = state.phase === 'holding' && state.bestAvailable?.section === name;
+    button.disabled = state.phase === 'holding' || counts?.available === 0;
+    button.setAttribute('aria-busy', String(busy));
+    button.firstChild.textContent = busy ? 'Holding…' : 'Best available';
+  }
+}
+
+// --- One section's seats, a page of rows at a time -------------------------------------------
+
+function openSection(name) {
+  if (!sectionByName(name)) return;
+  state.view = { section: name, firstRow: 0 };
+  buildSeatMap();
+  showView();
+  focusHeading(el.sectionHeading);
+}
+
+function showOverview() {
+  const from = state.view.section;
+  state.view = { section: null, firstRow: 0 };
+  el.seatmap.replaceChildren(); // no seat buttons are kept out of sight
+  showView();
+  const back = from && el.overview.querySelector(`.open-section[data-section="${CSS.escape(from)}"]`);
+  requestAnimationFrame(() => (back ?? el.seatsHeading).focus());
+}
+
+/** Which of the two shows: the overview, or the open section. */
+function showView() {
+  const open = state.view.section !== null && sectionByName(state.view.section) !== null;
+  el.overview.hidden = open;
+  el.sectionView.hidden = !open;
+  el.seats.dataset.view = open ? 'section' : 'overview';
+  updateHoldButton();
+}
+
+function changeRows(firstRow) {
+  const section = sectionByName(state.view.section);
+  if (!section) return;
+  const last = Math.max(0, section.rows.length - 1);
+  state.view.firstRow = Math.min(Math.max(0, firstRow), last - (last % ROWS_PER_PAGE));
+  buildSeatMap();
+  // From the pager under the rows, the new rows start above: bring their top into view.
+  if (el.rowsPager.getBoundingClientRect().top < 0) el.rowsPager.scrollIntoView({ block: 'start' });
+  if (document.activeElement?.disabled) el.rowsPage.focus();
 }
 
 function buildSeatMap() {
+  const section = sectionByName(state.view.section);
+  if (!section) {
+    el.seatmap.replaceChildren();
+    return;
+  }
   const hadFocus = document.activeElement?.dataset?.seatId;
-  const sections = new Map();
-  for (const seat of state.seats) {
-    if (!sections.has(seat.section)) sections.set(seat.section, []);
-    sections.get(seat.section).push(seat);
-  }
-  const blocks = [];
-  let index = 0;
-  for (const [name, seats] of sections) {
-    index += 1;
-    const headingId = `section-${index}`;
-    const prices = [...new Set(seats.map((s) => s.price))].sort((a, b) => a - b);
-    const currency = seats[0].currency;
-    const priceText = prices.length === 1 ? money(prices[0], currency) : `from ${money(prices[0], currency)}`;
-    const heading = h('h3', { id: headingId, class: 'section-heading' },
-      h('span', { class: 'section-name' }, name || 'Seats'),
-      h('span', { class: 'section-price' }, priceText));
-    const availability = h('p', { class: 'section-availability hint', dataset: { section: name } });
-
-    let body;
-    if (seats.every((s) => seatParts(s.seatId))) {
-      const rows = new Map();
-      for (const seat of seats) {
-        const { row } = seatParts(seat.seatId);
-        if (!rows.has(row)) rows.set(row, []);
-        rows.get(row).push(seat);
-      }
-      // One line per row, as in the venue; on a narrow screen the section scrolls sideways.
-      body = h('div', { class: 'rows', tabindex: '0', 'aria-labelledby': headingId }, [...rows].map(([row, rowSeats], r) => {
-        const labelId = `${headingId}-row-${r + 1}`;
-        return h('div', { class: 'seat-row', role: 'group', 'aria-labelledby': `${labelId}` },
-          h('span', { class: 'row-label', id: labelId }, h('span', { class: 'visually-hidden' }, `${name}, row `), row),
-          h('div', { class: 'row-seats' }, rowSeats.map((seat) => seatButton(seat, seatParts(seat.seatId).number))));
-      }));
-    } else {
-      body = h('div', { class: 'seat-grid' }, seats.map((seat) => seatButton(seat, seat.seatId)));
-    }
-    const scrollHint = body.classList.contains('rows')
-      ? h('p', { class: 'hint scroll-hint' }, 'Scroll sideways to see whole rows.')
-      : null;
-    blocks.push(h('section', { class: 'seat-section', id: `section-block-${index}`, 'aria-labelledby': headingId }, heading, availability, scrollHint, body));
-  }
-  const nav = sections.size > 1
-    ? h('nav', { 'aria-label': 'Sections' }, h('ul', { class: 'section-nav' }, [...sections].map(([name, seats], i) =>
-      h('li', {}, h('a', { href: `#section-block-${i + 1}` }, `${name || 'Seats'} · ${money(Math.min(...seats.map((s) => s.price)), seats[0].currency)}`)))))
-    : null;
-  el.seatmap.replaceChildren(...(nav ? [nav] : []), ...blocks);
+  if (state.view.firstRow >= section.rows.length) state.view.firstRow = 0; // a new layout has fewer rows
+  const first = state.view.firstRow;
+  const rows = section.rows.slice(first, first + ROWS_PER_PAGE);
+  el.sectionHeading.replaceChildren(
+    h('span', { class: 'section-name' }, section.name),
+    h('span', { class: 'section-price' }, `${money(section.price, section.currency)} a seat`));
+  el.seatmap.dataset.section = section.name;
+  // One line per row, as in the venue; on a narrow screen the rows scroll sideways.
+  el.seatmap.replaceChildren(h('div', { class: 'rows', tabindex: '0', 'aria-labelledby': 'section-heading rows-status' },
+    rows.map((row, r) => {
+      const labelId = `row-${first + r + 1}`;
+      return h('div', { class: 'seat-row', role: 'group', 'aria-labelledby': labelId, dataset: { row: row.name } },
+        h('span', { class: 'row-label', id: labelId }, h('span', { class: 'visually-hidden' }, `${section.name}, row `), row.name),
+        h('div', { class: 'row-seats' }, row.seats.map((seatId) => seatButton(seatId, seatLabel(seatId, row.name)))));
+    })));
+  updatePager(section);
+  updateSeatButtons();
   if (hadFocus) el.seatmap.querySelector(`[data-seat-id="${CSS.escape(hadFocus)}"]`)?.focus();
 }
 
-function seatButton(seat, label) {
+/** The pager's options (one a page of rows), the position, and which way it can go. */
+function updatePager(section) {
+  const pages = [];
+  for (let first = 0; first < section.rows.length; first += ROWS_PER_PAGE) {
+    const last = Math.min(first + ROWS_PER_PAGE, section.rows.length) - 1;
+    pages.push({ first, text: `Rows ${section.rows[first].name}–${section.rows[last].name}` });
+  }
+  const key = `${state.layout.version}|${section.name}`;
+  if (el.rowsPage.dataset.key !== key) {
+    el.rowsPage.replaceChildren(...pages.map((p) => h('option', { value: p.first }, p.text)));
+    el.rowsPage.dataset.key = key;
+  }
+  const first = state.view.firstRow;
+  const last = Math.min(first + ROWS_PER_PAGE, section.rows.length) - 1;
+  el.rowsPage.value = String(first);
+  const position = section.rows.length
+    ? `Rows ${section.rows[first].name}–${section.rows[last].name}: ${first + 1}–${last + 1} of ${section.rows.length.toLocaleString()} (row ${section.rows[0].name} nearest the stage).`
+    : 'This section has no rows.';
+  el.rowsStatus.textContent = position;
+  el.rowsPager.hidden = pages.length <= 1;
+  for (const button of [el.rowsPrev, el.rowsPrevEnd]) button.disabled = first === 0;
+  for (const button of [el.rowsNext, el.rowsNextEnd]) button.disabled = last >= section.rows.length - 1;
+  el.rowsEnd.hidden = pages.length <= 1;
+}
+
+/** Demo seat ids are SECTION-ROW-NUMBER (FLO-A-07): the button shows the number; other ids whole. */
+function seatLabel(seatId, rowName) {
+  const parts = seatId.split('-');
+  return parts.length === 3 && parts[1] === rowName ? parts[2] : seatId;
+}
+
+function seatButton(seatId, label) {
   return h('button', {
     type: 'button',
     class: 'seat',
-    dataset: { seatId: seat.seatId },
+    dataset: { seatId },
     'aria-pressed': 'false',
-    onclick: () => toggleSeat(seat.seatId),
+    onclick: () => toggleSeat(seatId),
   }, h('span', { class: 'seat-mark', 'aria-hidden': 'true' }), h('span', { class: 'seat-num' }, label));
 }
 
-const STATUS_WORDS = { AVAILABLE: 'available', HELD: 'held by someone else', SOLD: 'sold' };
+const STATUS_WORDS = { available: 'available', taken: 'taken (held or sold)' };
 
 function updateSeatButtons() {
-  const availableBySection = new Map();
+  const section = sectionByName(state.view.section);
+  if (!section) return;
+  const counts = sectionAvailability(section.name);
+  el.sectionAvailability.textContent = counts ? availabilityText(counts.available, counts.seats) : 'Checking which seats are available…';
   for (const button of el.seatmap.querySelectorAll('button.seat')) {
-    const seat = state.seatById.get(button.dataset.seatId);
-    if (!seat) continue;
-    const status = effectiveStatus(seat);
-    const chosen = state.chosen.includes(seat.seatId);
-    const count = availableBySection.get(seat.section) ?? [0, 0];
-    count[1] += 1;
-    if (status === 'AVAILABLE') count[0] += 1;
-    availableBySection.set(seat.section, count);
-
-    const justTaken = state.justTaken.has(seat.seatId);
+    const seatId = button.dataset.seatId;
+    const status = seatStatus(seatId);
+    const chosen = state.chosen.includes(seatId);
+    const justTaken = state.justTaken.has(seatId);
     const signature = `${status}|${chosen}|${justTaken}`;
     if (button.dataset.signature === signature) continue;
     button.dataset.signature = signature;
-    button.dataset.status = status.toLowerCase();
+    button.dataset.status = status;
     button.dataset.chosen = String(chosen);
     if (justTaken) button.dataset.justTaken = 'true';
     else delete button.dataset.justTaken;
-    button.disabled = status !== 'AVAILABLE';
+    button.disabled = status !== 'available';
     button.setAttribute('aria-pressed', String(chosen));
+    const row = section.rows[state.layout.places.get(seatId).row].name;
     button.setAttribute('aria-label',
-      `Seat ${seat.seatId}, ${seat.section}, ${money(seat.price, seat.currency, 'name')}, ${STATUS_WORDS[status]}`);
-    button.querySelector('.seat-mark').textContent = chosen ? '✓' : status === 'SOLD' ? '✕' : '';
-    button.title = `${seat.seatId}: ${chosen ? 'your choice' : STATUS_WORDS[status]}`;
-  }
-  for (const p of el.seatmap.querySelectorAll('.section-availability')) {
-    const [available, total] = availableBySection.get(p.dataset.section) ?? [0, 0];
-    p.textContent = available === 0 ? `Sold out or held (${total} seats).` : `${available} of ${total} seats available.`;
+      `Seat ${seatId}, ${section.name}, row ${row}, ${money(section.price, section.currency, 'name')}, ${STATUS_WORDS[status]}`);
+    button.querySelector('.seat-mark').textContent = chosen ? '✓' : status === 'taken' ? '✕' : '';
+    button.title = `${seatId}: ${chosen ? 'your choice' : STATUS_WORDS[status]}`;
   }
 }
 
 function toggleSeat(seatId) {
   if (state.phase !== 'choosing') return;
-  const seat = state.seatById.get(seatId);
-  if (!seat || effectiveStatus(seat) !== 'AVAILABLE') return;
+  if (seatStatus(seatId) !== 'available') return;
   if (state.chosen.includes(seatId)) {
     state.chosen = state.chosen.filter((id) => id !== seatId);
   } else if (state.chosen.length >= MAX_SEATS) {
@@ -1028,11 +1239,11 @@ function toggleSeat(seatId) {
 }
 
 function chosenTotal() {
-  const seats = state.chosen.map((id) => state.seatById.get(id)).filter(Boolean);
-  if (!seats.length) return null;
-  const currency = seats[0].currency;
-  if (seats.some((s) => s.currency !== currency)) return null;
-  return money(seats.reduce((sum, s) => sum + s.price, 0), currency);
+  const sections = state.chosen.map((id) => state.layout?.sections[state.layout.places.get(id)?.section]).filter(Boolean);
+  if (!sections.length || sections.length !== state.chosen.length) return null;
+  const currency = sections[0].currency;
+  if (sections.some((s) => s.currency !== currency)) return null;
+  return money(sections.reduce((sum, s) => sum + s.price, 0), currency);
 }
 
 function updateSelection() {
@@ -1046,12 +1257,14 @@ function updateSelection() {
 }
 
 function updateHoldButton() {
-  if (state.phase === 'holding') el.hold.textContent = 'Holding…';
+  if (state.phase === 'holding' && !state.bestAvailable) el.hold.textContent = 'Holding…';
   else el.hold.textContent = state.chosen.length ? `Hold ${plural(state.chosen.length, 'seat', 'seats')}` : 'Hold seats';
+  // In the overview the exact hold is offered only for seats already chosen in a section.
+  el.hold.hidden = el.seats.dataset.view !== 'section' && !state.chosen.length;
 }
 
 // ---------------------------------------------------------------------------------------------
-// Holding
+// Holding: the seats chosen, or the best available together in a section
 
 async function holdSeats() {
   if (state.phase !== 'choosing') return;
@@ -1059,13 +1272,53 @@ async function holdSeats() {
     notify('Choose at least one seat first.', 'error');
     return;
   }
-  const seatIds = [...state.chosen];
+  const r = await requestHold({ seatIds: [...state.chosen] });
+  if (!r) return;
+  if (r.status === 201 && r.data) {
+    noteServerDate(r.date);
+    state.chosen = [];
+    showOrder(r.data);
+    return;
+  }
+  holdRefused(r);
+}
+
+/** Asks the server for `quantity` seats side by side in one row of the section, the best it
+ *  has (nearest the stage, then the row's centre). */
+async function holdBestAvailable(sectionName) {
+  if (state.phase !== 'choosing') return;
+  const quantity = state.partySize;
+  state.bestAvailable = { section: sectionName, quantity };
+  let r;
+  try {
+    r = await requestHold({ section: sectionName, quantity });
+  } finally {
+    state.bestAvailable = null;
+    updateOverview();
+  }
+  if (!r) return;
+  if (r.status === 201 && r.data) {
+    noteServerDate(r.date);
+    state.chosen = []; // the server chose: choices made by hand are moot
+    showOrder(r.data);
+    return;
+  }
+  bestAvailableRefused(r, sectionName, quantity);
+  // The button was disabled while asking, which took the keyboard focus away: give it back.
+  if (document.activeElement === document.body || !document.activeElement) {
+    el.overview.querySelector(`.best-available-button[data-section="${CSS.escape(sectionName)}"]`)?.focus();
+  }
+}
+
+/** One hold request, repeated while the server is unreachable or busy (503, after its
+ *  Retry-After). Resolves to the answer, or null when it gave up (the customer is told). */
+async function requestHold(body) {
   setPhase('holding');
   for (let attempt = 1; ; attempt += 1) {
     let r;
     try {
       r = await api('POST', `/events/${enc(state.eventId)}/holds`, {
-        body: { seatIds },
+        body,
         headers: { 'X-Queue-Token': state.accessToken ?? '' },
       });
     } catch {
@@ -1076,23 +1329,54 @@ async function holdSeats() {
       }
       notify(`${UNREACHABLE} nothing was held. Try again.`, 'error');
       setPhase('choosing');
-      return;
-    }
-    if (r.status === 201 && r.data) {
-      noteServerDate(r.date);
-      state.chosen = [];
-      showOrder(r.data);
-      return;
+      return null;
     }
     if (r.status === 503 && attempt < 6) {
-      // Safe to repeat with the same seats: a hold that was written comes back as the same order.
+      // Safe to repeat: a hold that was written comes back as the same order (the same seats),
+      // or as `hold_exists` naming it (best available), which is then shown.
       const s = r.retryAfter ?? 2;
-      notify(`The service is busy, retrying in ${plural(s, 'second', 'seconds')}…`, 'info');
+      const why = problem(r).code === 'availability_rebuilding' ? 'The seat map is being rebuilt' : 'The service is busy';
+      notify(`${why}, retrying in ${plural(s, 'second', 'seconds')}…`, 'info');
       await sleep(withJitter(s));
       continue;
     }
-    holdRefused(r);
-    return;
+    return r;
+  }
+}
+
+/** Seats a refusal names as taken: shown taken for a while, even if the map lags. */
+function markTaken(seatIds) {
+  const until = Date.now() + JUST_TAKEN_MS;
+  for (const id of seatIds) state.justTaken.set(id, until);
+}
+
+function bestAvailableRefused(r, section, quantity) {
+  const p = problem(r);
+  switch (p.code) {
+    case 'no_seats_together':
+      setPhase('choosing');
+      notify(`No row of ${section} has ${plural(quantity, 'seat', 'seats')} together right now. Nothing was held. ` +
+        `Ask for fewer seats, try another section, or choose seats yourself.`, 'error', { code: p.code });
+      refreshSeats();
+      return;
+    case 'seats_unavailable':
+      markTaken(p.seatIds);
+      setPhase('choosing');
+      notify(`The seats found for you in ${section} were taken by someone else meanwhile. Nothing was held; ` +
+        'other seats may still be free together.', 'error', {
+        code: p.code,
+        action: { label: `Try again: ${plural(quantity, 'seat', 'seats')} in ${section}`, run: () => { setPartySize(quantity); holdBestAvailable(section); } },
+      });
+      updateSeatButtons();
+      refreshSeats();
+      return;
+    case 'unknown_section':
+      setPhase('choosing');
+      notify(`${section} is not part of this event's seat map any more. The map is being reloaded; please choose again.`, 'error', { code: p.code });
+      refreshSeats();
+      return;
+    default:
+      holdRefused(r);
   }
 }
 
@@ -1102,12 +1386,7 @@ function holdRefused(r) {
     case 'seats_unavailable': {
       // Nothing was held. The body names exactly the seats that are taken (error.seatIds).
       const taken = p.seatIds.length ? p.seatIds : [];
-      const until = Date.now() + JUST_TAKEN_MS;
-      for (const id of taken) {
-        state.justTaken.set(id, until);
-        const seat = state.seatById.get(id);
-        if (seat && seat.status === 'AVAILABLE') seat.status = 'HELD';
-      }
+      markTaken(taken);
       state.chosen = state.chosen.filter((id) => !taken.includes(id));
       const kept = state.chosen;
       const takenText = taken.length
@@ -1119,8 +1398,7 @@ function holdRefused(r) {
       setPhase('choosing');
       updateSeatButtons();
       updateSelection();
-      notify(takenText + keptText, 'error');
-      el.message.dataset.code = 'seats_unavailable';
+      notify(takenText + keptText, 'error', { code: 'seats_unavailable' });
       refreshSeats();
       return;
     }
@@ -1152,6 +1430,7 @@ function holdRefused(r) {
       notify(p.message, 'error');
       if (p.code === 'unknown_seats') {
         state.chosen = state.chosen.filter((id) => !p.seatIds.includes(id));
+        updateSelection();
         refreshSeats();
       }
   }
@@ -1404,6 +1683,9 @@ function startOver() {
   state.number = null;
   state.entrant = null;
   state.chosen = [];
+  state.view = { section: null, firstRow: 0 }; // a new turn starts from the sections
+  el.seatmap.replaceChildren();
+  showView();
   saveSession({ orderId: null });
   forgetTicket();
   el.ticket.hidden = true;
@@ -1444,6 +1726,12 @@ el.join.addEventListener('click', join);
 el.leave.addEventListener('click', leave);
 el.hold.addEventListener('click', holdSeats);
 el.refresh.addEventListener('click', () => refreshSeats({ announce: true }));
+el.back.addEventListener('click', showOverview);
+el.rowsPrev.addEventListener('click', () => changeRows(state.view.firstRow - ROWS_PER_PAGE));
+el.rowsNext.addEventListener('click', () => changeRows(state.view.firstRow + ROWS_PER_PAGE));
+el.rowsPrevEnd.addEventListener('click', () => changeRows(state.view.firstRow - ROWS_PER_PAGE));
+el.rowsNextEnd.addEventListener('click', () => changeRows(state.view.firstRow + ROWS_PER_PAGE));
+el.rowsPage.addEventListener('change', () => changeRows(Number(el.rowsPage.value)));
 el.release.addEventListener('click', releaseHold);
 el.pay.addEventListener('click', pay);
 el.again.addEventListener('click', startOver);

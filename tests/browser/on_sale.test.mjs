@@ -1,14 +1,19 @@
 // End-to-end on-sale through the waiting-room page, in Debian's Chromium, against a running
-// `lineup dev` (LINEUP_URL, default http://127.0.0.1:3000):
+// `lineup dev --seats 20000` (LINEUP_URL, default http://127.0.0.1:3000; the demo event must have
+// at least 20,000 seats, as scripts/e2e.sh starts it):
 //
 //   a. Alice, on a phone, joins the queue: her page shows her number and where the queue is,
 //      keeps her ticket, reads the public status (no name sent) and claims once when her number
-//      is called; admitted, she sees the seat map and holds 2 seats.
+//      is called; admitted, she sees the sections, opens one (its first rows), and holds 2 seats.
 //   b. Bob, on a desktop, admitted too, tries to hold one of Alice's seats from a seat map he
 //      loaded before she held it: the server refuses (409 seats_unavailable), his page says which
 //      seat was taken, keeps his other choice, and he gets no order.
 //   c. Alice pays (simulated provider → signed webhook → outbox → SQS → ticket desk); her page
-//      shows the issued ticket with exactly her 2 seats.
+//      shows the issued ticket with exactly her 2 seats; Bob's map then shows them taken.
+//   e. Dana, on the 20,000-seat event, sees the section overview (no seat buttons), opens a
+//      section (a page of 25 rows, then the next), is told clearly when no row has the seats
+//      together, then asks for 2 best available: the server holds 2 seats side by side in one
+//      row (checked against the layout the API publishes); she pays and sees her ticket.
 //   d. Carol joins an event of its own before it opens (made with the `lineup` binary,
 //      LINEUP_BIN, default target/debug/lineup): her page says the draw happens at opening,
 //      survives a reload by polling with the stored ticket (no second join), then shows her
@@ -36,8 +41,13 @@ const LINEUP_BIN = process.env.LINEUP_BIN ?? path.join(REPO, 'target', 'debug', 
 const STEP_MS = 30_000; // loading pages, seat maps, holds
 const ADMIT_MS = 90_000; // join → admitted (first poll comes after Retry-After, >= 5 s)
 const TICKET_MS = 60_000; // pay → ticket shown
-const SOLD_MS = 30_000; // the seat map's index may lag a few seconds behind the sale
+// The availability follows the seats table's stream, usually within a second or two; but on a
+// freshly started `lineup dev --seats 20000` the local stream pump first replays the seeding's
+// 20,000 records (about 1.5 min here), and holds show only after that.
+const SOLD_MS = 150_000;
 const OPENS_IN_S = 20; // Carol's event opens this long after it is made
+const BIG_EVENT_SEATS = 20_000; // Dana's scenario: the demo event is at least this big
+const ROWS_PER_PAGE = 25; // the page shows one section this many rows at a time
 // Opening, the draw (a tick), its publication in the status (the next tick), a status read
 // (5 s apart), the random pause before the chunk fetch (up to 10 s), and slack for moto.
 const NUMBER_MS = (OPENS_IN_S + 60) * 1000;
@@ -96,14 +106,20 @@ test('on-sale in the browser: queue, seat map, a lost race for a seat, payment, 
       await shot(alice.page, '01-alice-queue.png');
     });
 
-    await step(alice, 'Alice is admitted and sees the seat map', async () => {
+    let section;
+    await step(alice, 'Alice is admitted, sees the sections and opens the first', async () => {
       await waitAdmitted(alice);
+      section = await alice.page.getAttribute('.section-card >> nth=0', 'data-section');
+      await openSection(alice, section);
       // The wait: the public status read without her name, and one claim at the origin.
       assert.ok(alice.requests.some((r) => r.path.endsWith('/status')), 'the page read the public status');
       assert.deepEqual(alice.requests.filter((r) => r.path.endsWith('/status') && r.authorization), [],
         'the status is read without a JWT (the CDN serves everyone the same)');
       const polls = alice.requests.filter((r) => r.method === 'GET' && /\/queue\/[^/]+$/.test(r.path));
       assert.equal(polls.length, 1, `the page claims once: ${polls.map((r) => r.path).join(', ')}`);
+      assert.ok(alice.requests.some((r) => r.path.endsWith('/seats')), 'the page read the availability');
+      assert.deepEqual(alice.requests.filter((r) => /\/(seats|layout(\/[^/]+)?)$/.test(r.path) && r.authorization), [],
+        'the availability and the layout are read without a JWT (the CDN serves everyone the same)');
       await alice.page.evaluate(() => document.getElementById('seats').scrollIntoView({ block: 'start' }));
       await shot(alice.page, '02-alice-seats.png');
       const overflow = await alice.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -127,6 +143,7 @@ test('on-sale in the browser: queue, seat map, a lost race for a seat, payment, 
       await waitText(bob.page, '#event-name', info.eventName, STEP_MS);
       await bob.page.click('#join');
       await waitAdmitted(bob);
+      await openSection(bob, section);
       for (const id of [aliceSeats[0], bobOther]) {
         const seat = seatButton(bob.page, id);
         assert.ok(await seat.isEnabled(), `seat ${id} is available on Bob's map before Alice holds it`);
@@ -227,11 +244,12 @@ test('on-sale in the browser: queue, seat map, a lost race for a seat, payment, 
     });
 
     // ------------------------------------------------------------------------------ d. desktop
-    await step(bob, 'Bob\'s map shows Alice\'s seats sold', async () => {
+    await step(bob, 'Bob\'s map shows Alice\'s seats taken', async () => {
+      // The availability says available or not: held and sold look the same ("taken").
       await bob.page.click('#refresh');
       await bob.page.waitForFunction((ids) => ids.every((id) =>
-        document.querySelector(`#seatmap [data-seat-id="${id}"]`)?.dataset.status === 'sold'), aliceSeats, { timeout: SOLD_MS })
-        .catch(() => assert.fail(`Alice's seats ${aliceSeats.join(', ')} are not shown sold on Bob's map within ${SOLD_MS / 1000} s`));
+        document.querySelector(`#seatmap [data-seat-id="${id}"]`)?.dataset.status === 'taken'), aliceSeats, { timeout: SOLD_MS })
+        .catch(() => assert.fail(`Alice's seats ${aliceSeats.join(', ')} are not shown taken on Bob's map within ${SOLD_MS / 1000} s`));
       assert.ok(await seatButton(bob.page, aliceSeats[1]).isDisabled());
       await seatButton(bob.page, bobOther).scrollIntoViewIfNeeded();
       await shot(bob.page, '06-desktop-seats.png');
@@ -239,6 +257,149 @@ test('on-sale in the browser: queue, seat map, a lost race for a seat, payment, 
       await bob.page.waitForSelector('#status[data-status="left"]', { timeout: STEP_MS });
     });
 
+    for (const person of people) {
+      assert.deepEqual(person.errors, [], `${person.name}'s page threw: ${person.errors.join('; ')}`);
+    }
+  } finally {
+    await browser.close();
+  }
+});
+
+test('best available in the browser: a 20,000-seat event, the sections first, one section a page of rows at a time, 2 seats together, payment, ticket', { timeout: 300_000 }, async () => {
+  const info = await devInfo();
+  await mkdir(SHOTS, { recursive: true });
+  // What the page reads too, fetched here to check it against: the availability, and the
+  // layout of its version (sections, rows nearest the stage first, seats in order).
+  const availability = await getJson(`/events/${encodeURIComponent(info.eventId)}/seats`);
+  assert.ok(availability.seats >= BIG_EVENT_SEATS, `the demo event has ${availability.seats} seats, not ${BIG_EVENT_SEATS}: ` +
+    `start it with \`lineup dev --seats ${BIG_EVENT_SEATS}\` (as scripts/e2e.sh does)`);
+  const layout = await getJson(availability.layout);
+  assert.equal(layout.version, availability.layoutVersion, 'the availability names the layout of its version');
+  const places = placesOf(layout);
+  // Alice and Bob used the first section; Dana goes elsewhere.
+  const target = layout.sections.at(-1);
+  assert.ok(target.rows.length > ROWS_PER_PAGE, `${target.name} has more than one page of rows (${target.rows.length})`);
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const people = [];
+  try {
+    const dana = await customer(browser, `dana-${suffix()}`, DESKTOP, people);
+    const quantity = dana.page.locator(`select.quantity[data-section="${target.name}"]`);
+    const bestAvailable = dana.page.locator(`.best-available-button[data-section="${target.name}"]`);
+
+    await step(dana, 'Dana is admitted and sees the section overview', async () => {
+      await dana.page.goto(`${BASE}/?customer=${encodeURIComponent(dana.name)}`, { timeout: STEP_MS });
+      await waitText(dana.page, '#event-name', info.eventName, STEP_MS);
+      await dana.page.click('#join');
+      await waitAdmitted(dana);
+      const cards = await dana.page.$$eval('.section-card', (items) => items.map((card) => ({
+        name: card.dataset.section,
+        seats: Number(card.querySelector('.section-count').dataset.seats),
+        text: card.textContent,
+      })));
+      assert.deepEqual(cards.map((c) => c.name), layout.sections.map((s) => s.name), 'one entry per section, in layout order');
+      for (const [i, card] of cards.entries()) {
+        const seats = layout.sections[i].rows.reduce((n, row) => n + row.seats.length, 0);
+        assert.equal(card.seats, seats, `${card.name}: the seats in the layout`);
+        assert.match(card.text, new RegExp(`[\\d,]+ of ${seats.toLocaleString('en-US')} seats available`), `${card.name} says how many seats are left: "${card.text}"`);
+        assert.match(card.text, /₩[\d,]+ a seat/, `${card.name} shows its price: "${card.text}"`);
+      }
+      assert.equal(await dana.page.locator('button[data-seat-id]').count(), 0, 'the overview has no seat buttons');
+      assert.equal(await quantity.inputValue(), '2', 'best available asks for 2 seats unless told otherwise');
+      await dana.page.evaluate(() => document.getElementById('seats').scrollIntoView({ block: 'start' }));
+      await shot(dana.page, '09-dana-overview.png');
+    });
+
+    await step(dana, `Dana opens ${target.name}: its seats, a page of rows at a time`, async () => {
+      await openSection(dana, target.name);
+      const rowsShown = async () => dana.page.$$eval('#seatmap .seat-row', (rows) => rows.map((row) => row.dataset.row));
+      const firstPage = target.rows.slice(0, ROWS_PER_PAGE);
+      assert.deepEqual(await rowsShown(), firstPage.map((row) => row.name), 'the first 25 rows, nearest the stage first');
+      assert.equal(await dana.page.locator('#seatmap button[data-seat-id]').count(), firstPage.reduce((n, row) => n + row.seats.length, 0),
+        'a button for each seat of those rows, and none more');
+      const firstRow = await dana.page.$$eval(`#seatmap .seat-row[data-row="${target.rows[0].name}"] button[data-seat-id]`,
+        (buttons) => buttons.map((b) => b.dataset.seatId));
+      assert.deepEqual(firstRow, target.rows[0].seats, 'the row\'s seats in order along the row');
+      const unlabelled = await dana.page.$$eval('#seatmap button[data-seat-id]',
+        (buttons) => buttons.filter((b) => !/^Seat \S+, .+, .+, .+$/.test(b.getAttribute('aria-label') ?? '')).length);
+      assert.equal(unlabelled, 0, 'every seat button has an aria-label "Seat <id>, <section>, <price>, <status>"');
+      await shot(dana.page, '10-dana-section.png');
+
+      await dana.page.click('#rows-next');
+      await dana.page.waitForSelector(`#seatmap .seat-row[data-row="${target.rows[ROWS_PER_PAGE].name}"]`, { timeout: STEP_MS });
+      assert.deepEqual(await rowsShown(), target.rows.slice(ROWS_PER_PAGE, 2 * ROWS_PER_PAGE).map((row) => row.name), 'the next 25 rows');
+      assert.match(await dana.page.textContent('#rows-status'), new RegExp(`26–\\d+ of ${target.rows.length.toLocaleString('en-US')}`));
+      await dana.page.click('#rows-prev');
+      await dana.page.waitForSelector(`#seatmap .seat-row[data-row="${target.rows[0].name}"]`, { timeout: STEP_MS });
+
+      await dana.page.click('#back');
+      await dana.page.locator('#overview').waitFor({ state: 'visible', timeout: STEP_MS });
+      assert.equal(await dana.page.locator('button[data-seat-id]').count(), 0, 'back at the overview, no seat buttons are kept');
+    });
+
+    await step(dana, 'When no row has the seats together, the page says so and keeps the overview', async () => {
+      // The answer is stubbed (once): no row of a fresh 20,000-seat venue lacks 4 seats together.
+      await dana.page.route(/\/events\/[^/]+\/holds$/, (route) => route.fulfill({
+        status: 409,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 'no_seats_together', message: `no row of ${target.name} has 4 available seats together; ask for fewer, another section, or pick seats` } }),
+      }), { times: 1 });
+      await quantity.selectOption('4');
+      await bestAvailable.click();
+      await dana.page.waitForSelector('#message[data-code="no_seats_together"]', { timeout: STEP_MS });
+      const message = await dana.page.textContent('#message');
+      assert.match(message, new RegExp(`No row of ${target.name} has 4 seats together`), `the notice says why: "${message}"`);
+      assert.match(message, /fewer seats.*another section.*yourself/i, 'and what to do instead');
+      assert.equal(await dana.page.getAttribute('#message', 'role'), 'alert');
+      assert.ok(await dana.page.locator('#overview').isVisible(), 'the overview stays');
+      assert.ok(await dana.page.locator('#order').isHidden(), 'nothing is held');
+      await quantity.selectOption('2');
+    });
+
+    let order;
+    await step(dana, `Dana asks for 2 best available in ${target.name} and holds 2 seats side by side`, async () => {
+      const held = dana.page.waitForResponse((r) => isApi(r, 'POST', /\/events\/[^/]+\/holds$/), { timeout: STEP_MS });
+      await bestAvailable.click();
+      const response = await held;
+      order = await response.json();
+      assert.deepEqual(response.request().postDataJSON(), { section: target.name, quantity: 2 }, 'the page asks for 2 seats in the section');
+      assert.equal(response.status(), 201, `best available answered ${response.status()}: ${JSON.stringify(order)}`);
+      assert.equal(order.status, 'PENDING');
+      assert.equal(order.seatIds.length, 2, `2 seats held: ${order.seatIds}`);
+      const [a, b] = order.seatIds.map((id) => places.get(id));
+      assert.ok(a && b, `the seats ${order.seatIds} are in the layout`);
+      assert.equal(a.section, target.name, `the seats are in ${target.name}: ${order.seatIds}`);
+      assert.ok(a.section === b.section && a.row === b.row, `the seats share a row: ${order.seatIds}`);
+      assert.equal(Math.abs(a.position - b.position), 1, `the seats are side by side: ${order.seatIds}`);
+
+      await dana.page.locator('#countdown').waitFor({ state: 'visible', timeout: STEP_MS });
+      assert.match(await dana.page.textContent('#countdown'), /^\d\d:\d\d$/);
+      const shown = await dana.page.$$eval('#order [data-seat-id]', (items) => items.map((i) => i.dataset.seatId));
+      assert.deepEqual(shown.sort(), [...order.seatIds].sort(), 'the held order on the page lists the seats');
+      await shot(dana.page, '11-dana-held.png');
+    });
+
+    await step(dana, 'Dana pays and gets her ticket', async () => {
+      const paid = dana.page.waitForResponse((r) => isApi(r, 'POST', /\/dev\/payments$/), { timeout: STEP_MS });
+      await dana.page.click('#pay');
+      assert.equal((await paid).status(), 202);
+      await dana.page.locator('#ticket [data-seat-id]').first().waitFor({ state: 'visible', timeout: TICKET_MS })
+        .catch(async () => assert.fail(`no ticket within ${TICKET_MS / 1000} s; the page says: "${(await dana.page.textContent('#message'))?.trim()}"`));
+      const ticketSeats = await dana.page.$$eval('#ticket [data-seat-id]', (items) => items.map((i) => i.dataset.seatId));
+      assert.deepEqual(ticketSeats.sort(), [...order.seatIds].sort(), 'the ticket is for the 2 seats held');
+      assert.equal(await dana.page.getAttribute('#ticket', 'data-order-id'), order.orderId);
+      await shot(dana.page, '12-dana-ticket.png', { fullPage: true });
+    });
+
+    // The layout is immutable: fetched once, however often the availability was read.
+    const layoutReads = dana.requests.filter((r) => /\/layout\/[^/]+$/.test(r.path));
+    assert.equal(layoutReads.length, 1, `the page fetched the layout once: ${JSON.stringify(layoutReads)}`);
+    assert.ok(dana.requests.filter((r) => r.path.endsWith('/seats')).every((r) => !r.authorization),
+      'the availability is read without a JWT');
     for (const person of people) {
       assert.deepEqual(person.errors, [], `${person.name}'s page threw: ${person.errors.join('; ')}`);
     }
@@ -347,6 +508,23 @@ async function lineup(info, args) {
   }
 }
 
+async function getJson(pathOrUrl) {
+  const response = await fetch(new URL(pathOrUrl, BASE), { signal: AbortSignal.timeout(STEP_MS) });
+  assert.equal(response.status, 200, `GET ${pathOrUrl} answered ${response.status}`);
+  return response.json();
+}
+
+/** Where each seat of a layout is: its section, its row, its position along the row. */
+function placesOf(layout) {
+  const places = new Map();
+  for (const section of layout.sections) {
+    for (const row of section.rows) {
+      row.seats.forEach((seatId, position) => places.set(seatId, { section: section.name, row: row.name, position }));
+    }
+  }
+  return places;
+}
+
 const ticketKey = (eventId, customer) => `lineup.ticket.${eventId}.${customer}`;
 
 function storedTicket(json) {
@@ -421,10 +599,19 @@ async function waitAdmitted(person) {
       `"${(await person.page.textContent('#status'))?.trim()}", notice: "${(await person.page.textContent('#message'))?.trim()}"`);
   });
   await person.page.locator('#seats').waitFor({ state: 'visible', timeout: STEP_MS });
+  // The sections come first, with their availability once it is read.
+  await person.page.locator('.section-card .section-count[data-available]').first().waitFor({ state: 'visible', timeout: STEP_MS })
+    .catch(() => assert.fail(`${person.name}'s section overview did not load within ${STEP_MS / 1000} s`));
+}
+
+/** Opens a section from the overview and waits for its first rows of seats. */
+async function openSection(person, name) {
+  await person.page.click(`.open-section[data-section="${name}"]`);
   await person.page.locator('#seatmap button[data-seat-id]').first().waitFor({ state: 'visible', timeout: STEP_MS })
-    .catch(() => assert.fail(`${person.name}'s seat map did not load within ${STEP_MS / 1000} s`));
-  const legend = await person.page.textContent('.legend');
-  for (const word of ['Available', 'Your choice', 'Held', 'Sold']) assert.ok(legend.includes(word), `the legend explains "${word}"`);
+    .catch(() => assert.fail(`${person.name}'s seats of ${name} did not show within ${STEP_MS / 1000} s`));
+  assert.ok(await person.page.locator('#overview').isHidden(), 'the overview gives way to the section');
+  const legend = await person.page.textContent('#section-view .legend');
+  for (const word of ['Available', 'Your choice', 'Taken']) assert.ok(legend.includes(word), `the legend explains "${word}"`);
 }
 
 function seatButton(page, seatId) {

@@ -7,6 +7,7 @@
 pub mod aws;
 pub mod on_sale;
 pub mod redis_server;
+pub mod request_counter;
 pub mod stream;
 
 use std::collections::BTreeMap;

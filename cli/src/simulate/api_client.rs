@@ -809,6 +809,7 @@ fn is_entrant(text: &str) -> bool {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct AvailabilityBody {
     layout_version: String,
     sections: Vec<SectionAvailabilityBody>,
@@ -917,6 +918,33 @@ mod tests {
             .collect();
         let customer_routes: BTreeSet<&str> = customer_routes.iter().map(String::as_str).collect();
         assert_eq!(called, customer_routes);
+    }
+
+    /// The seat map the client reads is the document the server writes (field names included).
+    #[test]
+    fn the_availability_the_server_writes_is_what_the_client_reads() {
+        let layout = lineup::layout::SeatLayout::from_seats(&[lineup::ledger::NewSeat {
+            seat_id: lineup::ids::SeatId::parse("A-1").unwrap(),
+            section: "Floor".into(),
+            row: "A".into(),
+            price: 1,
+            currency: "KRW".into(),
+        }])
+        .unwrap();
+        let event = lineup::ids::EventId::parse("e1").unwrap();
+        let written = serde_json::to_string(&lineup::availability::AvailabilityDocument::new(
+            &event,
+            &lineup::availability::Availability {
+                summary: layout.summary(),
+                available: vec![0x80],
+            },
+        ))
+        .unwrap();
+        let read: super::AvailabilityBody = serde_json::from_str(&written).unwrap();
+        assert_eq!(read.layout_version, layout.version());
+        assert_eq!(read.sections[0].seats, 1);
+        let layout: super::LayoutBody = serde_json::from_str(&layout.to_document(&event)).unwrap();
+        assert_eq!(layout.sections[0].rows[0].seats, ["A-1"]);
     }
 
     #[test]

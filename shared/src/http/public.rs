@@ -53,9 +53,13 @@ pub struct PublicApi {
     pub layout_documents: Arc<LayoutDocuments>,
 }
 
-/// Layout documents already read, by event and version: they never change.
+/// Layout documents already read, by event and version: they never change. Concurrent misses
+/// wait for one read instead of each reading the layout.
 #[derive(Default)]
-pub struct LayoutDocuments(Mutex<HashMap<(EventId, String), Arc<String>>>);
+pub struct LayoutDocuments {
+    documents: Mutex<HashMap<(EventId, String), Arc<String>>>,
+    loading: tokio::sync::Mutex<()>,
+}
 
 impl LayoutDocuments {
     async fn get(
@@ -65,6 +69,10 @@ impl LayoutDocuments {
         version: &str,
     ) -> Result<Option<Arc<String>>, LineupError> {
         let key = (event.clone(), version.to_owned());
+        if let Some(document) = self.locked().get(&key) {
+            return Ok(Some(document.clone()));
+        }
+        let _loading = self.loading.lock().await;
         if let Some(document) = self.locked().get(&key) {
             return Ok(Some(document.clone()));
         }
@@ -81,7 +89,7 @@ impl LayoutDocuments {
     }
 
     fn locked(&self) -> std::sync::MutexGuard<'_, HashMap<(EventId, String), Arc<String>>> {
-        self.0
+        self.documents
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
