@@ -31,10 +31,11 @@ pub const QUEUE_TOKEN_HEADER: &str = "x-queue-token";
 
 /// How many holds one best-available request tries before it gives up (each a transaction).
 pub const BEST_AVAILABLE_ATTEMPTS: usize = 4;
-/// Among how many of the best non-overlapping blocks a request picks at random.
-const BEST_AVAILABLE_SPREAD: usize = 4;
+/// Among how many of the best non-overlapping blocks a retry picks at random: 8 after the first
+/// conflict, doubling with each (the more conflicts, the bigger the crowd to spread over).
+const BEST_AVAILABLE_SPREAD: usize = 8;
 /// How many ranked blocks are looked at per attempt.
-const BEST_AVAILABLE_CANDIDATES: usize = 64;
+const BEST_AVAILABLE_CANDIDATES: usize = 512;
 
 #[derive(Clone)]
 pub struct HoldApi {
@@ -260,8 +261,9 @@ impl Hold<'_> {
     }
 
     /// Holds `quantity` seats together in `section`: the best block the availability shows,
-    /// then, after a conflict, one picked at random among the best few that do not overlap,
-    /// skipping seats found taken, at most [`BEST_AVAILABLE_ATTEMPTS`] holds.
+    /// then, after a conflict, one picked at random among the best few that do not overlap (8,
+    /// then 16, 32), reading the availability again and skipping seats found taken, at most
+    /// [`BEST_AVAILABLE_ATTEMPTS`] holds.
     async fn best_available(&self, section: &str, quantity: usize) -> Result<Order, LineupError> {
         let api = self.api;
         let availability = match api.board.availability(self.event).await? {
@@ -286,17 +288,29 @@ impl Hold<'_> {
             ));
         };
         let first = availability.summary.sections[at].first;
-        let mut taken = api.catalogue.recently_taken(self.event);
+        let mut bits = availability.available;
+        let mut taken: std::collections::HashSet<u32> = HashSet::new();
         let mut last_refusal = None;
         for attempt in 0..BEST_AVAILABLE_ATTEMPTS {
+            if attempt > 0 {
+                // After a conflict: the availability as it is now, and what this instance has
+                // seen taken since (its other requests' wins and conflicts).
+                if let Projection::Ready(now) = api.board.availability(self.event).await? {
+                    if now.summary.version == layout.layout.version() {
+                        bits = now.available;
+                    }
+                }
+            }
+            taken.extend(api.catalogue.recently_taken(self.event));
             let blocks = ranked_blocks(
                 rows,
                 first,
                 quantity,
-                |index| bit(&availability.available, index) && !taken.contains(&index),
+                |index| bit(&bits, index) && !taken.contains(&index),
                 BEST_AVAILABLE_CANDIDATES,
             );
-            let choices = spread(&blocks, BEST_AVAILABLE_SPREAD);
+            let spread_over = BEST_AVAILABLE_SPREAD << attempt.saturating_sub(1);
+            let choices = spread(&blocks, spread_over);
             if choices.is_empty() {
                 // Nothing left together, as far as the availability and the conflicts tell.
                 last_refusal = None;
