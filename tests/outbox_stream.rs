@@ -636,6 +636,7 @@ async fn the_pump_follows_the_stream_and_resumes_a_failed_batch_from_its_failed_
         stream_arn: outbox.stream_arn.clone(),
         handler: Arc::new(lineup_cli::stream_pump::OutboxStream(publisher.clone())),
         poll_every: Duration::from_millis(5),
+        start_at: lineup_cli::stream_pump::StartAt::Oldest,
     };
     let running = tokio::spawn(pump.run());
 
@@ -683,4 +684,45 @@ async fn the_pump_follows_the_stream_and_resumes_a_failed_batch_from_its_failed_
     assert_eq!(published(&publisher), expected);
     // The failed record was tried three times (two failures); nothing else more than once.
     assert_eq!(*publisher.attempts.lock().unwrap(), 25 + 2);
+}
+
+/// A pump that starts at LATEST (the seat map's, after a seeding that projected its own records)
+/// hands over only what is written after it starts: nothing before, everything after, in order,
+/// also across the empty reads in between.
+#[tokio::test]
+async fn a_pump_started_at_latest_skips_what_was_there_and_misses_nothing_after() {
+    let outbox = fresh_outbox().await;
+    let before = outbox_events(30);
+    write_outbox(&outbox, &before).await;
+    let publisher = Arc::new(FailsAtFirst {
+        outbox_id: String::new(),
+        failures: Mutex::new(0),
+        published: Mutex::default(),
+        attempts: Mutex::default(),
+    });
+    let pump = lineup_cli::stream_pump::StreamPump {
+        streams: lineup_tests::aws::dynamodb_streams().await,
+        stream_arn: outbox.stream_arn.clone(),
+        handler: Arc::new(lineup_cli::stream_pump::OutboxStream(publisher.clone())),
+        poll_every: Duration::from_millis(5),
+        start_at: lineup_cli::stream_pump::StartAt::Latest,
+    };
+    let running = tokio::spawn(pump.run());
+    // Several empty passes, then writes one at a time with passes between them.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = outbox_events(6);
+    for event in &after {
+        write_outbox(&outbox, std::slice::from_ref(event)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for _ in 0..200 {
+        if publisher.published.lock().unwrap().len() >= after.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    running.abort();
+    let expected: Vec<String> = after.iter().map(|e| e.outbox_id.clone()).collect();
+    assert_eq!(*publisher.published.lock().unwrap(), expected);
 }

@@ -111,6 +111,9 @@ async fn iterator(
         Position::At(sequence) => request
             .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
             .sequence_number(sequence),
+        Position::Latest => request.shard_iterator_type(ShardIteratorType::Latest),
+        // An iterator kept from the last (empty) read is used as it is.
+        Position::Following(iterator) => return Ok(Some(iterator.clone())),
     };
     Ok(request
         .send()
@@ -197,6 +200,17 @@ pub struct StreamPump {
     pub stream_arn: String,
     pub handler: std::sync::Arc<dyn StreamHandler>,
     pub poll_every: Duration,
+    pub start_at: StartAt,
+}
+
+/// Where a pump starts reading, as an event source mapping's `StartingPosition`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartAt {
+    /// Every record the stream holds (`TRIM_HORIZON`): the outbox, which must lose nothing.
+    Oldest,
+    /// Only records written after the pump starts (`LATEST`): the seat map, whose seeding's
+    /// records (tens of thousands at a stadium) the seeding has already projected.
+    Latest,
 }
 
 /// Where to read a shard from next.
@@ -208,6 +222,11 @@ enum Position {
     After(String),
     /// A batch failed from this record on: hand it over again from here.
     At(String),
+    /// Nothing handed over yet: from the records written after the pump started.
+    Latest,
+    /// Nothing new yet since `Latest`: the iterator to read next (a `LATEST` iterator asked for
+    /// again would skip what was written meanwhile).
+    Following(String),
 }
 
 impl StreamPump {
@@ -227,7 +246,11 @@ impl StreamPump {
     /// One pass over every shard: at most one batch from each.
     async fn pump_once(&self, positions: &mut HashMap<String, Position>) -> Result<(), PumpError> {
         for shard in shard_ids(&self.streams, &self.stream_arn).await? {
-            let position = positions.entry(shard.clone()).or_insert(Position::Start);
+            let start = match self.start_at {
+                StartAt::Oldest => Position::Start,
+                StartAt::Latest => Position::Latest,
+            };
+            let position = positions.entry(shard.clone()).or_insert(start);
             let Some(iterator) =
                 iterator(&self.streams, &self.stream_arn, &shard, position).await?
             else {
@@ -246,6 +269,11 @@ impl StreamPump {
                 .and_then(|record| record.dynamodb())
                 .and_then(|change| change.sequence_number())
             else {
+                if matches!(position, Position::Latest | Position::Following(_)) {
+                    if let Some(next) = page.next_shard_iterator() {
+                        *position = Position::Following(next.to_owned());
+                    }
+                }
                 continue;
             };
             let last = last.to_owned();

@@ -50,7 +50,7 @@ use tower_http::services::ServeDir;
 use crate::endpoints::{self, LOCAL_MOTO_PORT, LOCAL_REDIS_PORT};
 use crate::event_admin::{self, SettingsChange};
 use crate::local_stack::{CacheDir, LocalStack, StackError, StackPorts};
-use crate::stream_pump::{self, AvailabilityStream, OutboxStream, PumpError, StreamPump};
+use crate::stream_pump::{self, AvailabilityStream, OutboxStream, PumpError, StartAt, StreamPump};
 use crate::venue::{self, VenueError};
 use api_gateway::{error, Functions};
 use lineup::event_records::dynamo::DynamoEventRecords;
@@ -386,12 +386,16 @@ async fn prepare(
             ticket_queue_url.clone(),
         )))),
         poll_every: Duration::from_millis(250),
+        start_at: StartAt::Oldest,
     };
     let seat_pump = StreamPump {
         streams: endpoints::dynamodb_streams(&aws),
         stream_arn: stream_pump::stream_arn(&dynamodb, &tables.seats).await?,
         handler: Arc::new(AvailabilityStream(board)),
         poll_every: Duration::from_millis(250),
+        // The seeding just projected its own records (all available), as `template.yaml`'s
+        // mapping starts at LATEST.
+        start_at: StartAt::Latest,
     };
     let desk = ticket_desk::TicketDesk::default();
     let provider = payment_provider::PaymentProvider::new(
