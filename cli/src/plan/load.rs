@@ -12,22 +12,39 @@ use super::stack_defaults::{Function, Route};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Table {
+    /// Seat items, one key each; no index (docs/decisions/0017 dropped `seat_map`): its stream
+    /// feeds the seat map in Redis.
     Seats,
-    /// The seats table's `seat_map` index: 8 keys per event.
-    SeatMapIndex,
     Orders,
     /// The orders table's sparse `pending_by_expiry` index: 8 keys in all.
     PendingIndex,
     Outbox,
     /// Events, their admission cursor and their published draw (every record of an event under
-    /// one key, `EVENT#<eventId>`).
+    /// one key, `EVENT#<eventId>`), and the seat layouts (each version's parts under one key,
+    /// `LAYOUT#<eventId>#<version>`).
     Events,
 }
 
+/// A partition key whose reads are checked on their own (a partition's limit is hard).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HotKey {
+    /// The published draw's chunks (counted under the event's one key).
+    DrawChunks,
+    /// A layout version's parts, read once by each new `hold` instance and once for CloudFront.
+    Layout,
+}
+
+impl HotKey {
+    pub const ALL: [HotKey; 2] = [HotKey::DrawChunks, HotKey::Layout];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
 impl Table {
-    pub const ALL: [Table; 6] = [
+    pub const ALL: [Table; 5] = [
         Table::Seats,
-        Table::SeatMapIndex,
         Table::Orders,
         Table::PendingIndex,
         Table::Outbox,
@@ -37,7 +54,6 @@ impl Table {
     pub fn name(self) -> &'static str {
         match self {
             Table::Seats => "seats table",
-            Table::SeatMapIndex => "seat_map index",
             Table::Orders => "orders table",
             Table::PendingIndex => "pending_by_expiry index",
             Table::Outbox => "outbox table",
@@ -48,7 +64,6 @@ impl Table {
     /// The table whose quota it counts against (an index counts with its table).
     pub fn base(self) -> Table {
         match self {
-            Table::SeatMapIndex => Table::Seats,
             Table::PendingIndex => Table::Orders,
             table => table,
         }
@@ -76,6 +91,8 @@ pub enum Metric {
     RedisEcpu,
     ReadUnits(Table),
     WriteUnits(Table),
+    /// Read units on one partition key (also counted in their table's `ReadUnits`).
+    KeyReadUnits(HotKey),
     /// `SendMessage` calls on the ticket queue.
     SqsSends,
     /// Billed SQS requests: send, receive and delete.
@@ -86,7 +103,8 @@ pub enum Metric {
 const ROUTES: usize = Route::ALL.len();
 const FUNCTIONS: usize = Function::ALL.len();
 const TABLES: usize = Table::ALL.len();
-const METRICS: usize = 5 + ROUTES + 2 * FUNCTIONS + 1 + 2 * TABLES + 3;
+const HOT_KEYS: usize = HotKey::ALL.len();
+const METRICS: usize = 5 + ROUTES + 2 * FUNCTIONS + 1 + 2 * TABLES + HOT_KEYS + 3;
 
 impl Metric {
     fn index(self) -> usize {
@@ -96,7 +114,8 @@ impl Metric {
         let redis = busy + FUNCTIONS;
         let reads = redis + 1;
         let writes = reads + TABLES;
-        let sqs = writes + TABLES;
+        let keys = writes + TABLES;
+        let sqs = keys + HOT_KEYS;
         match self {
             Metric::CloudFrontRequests => 0,
             Metric::CloudFrontBytes => 1,
@@ -109,6 +128,7 @@ impl Metric {
             Metric::RedisEcpu => redis,
             Metric::ReadUnits(table) => reads + table.index(),
             Metric::WriteUnits(table) => writes + table.index(),
+            Metric::KeyReadUnits(key) => keys + key.index(),
             Metric::SqsSends => sqs,
             Metric::SqsRequests => sqs + 1,
             Metric::SecretsCalls => sqs + 2,
@@ -205,6 +225,7 @@ mod tests {
         metrics.extend(Function::ALL.map(Metric::LambdaBusySeconds));
         metrics.extend(Table::ALL.map(Metric::ReadUnits));
         metrics.extend(Table::ALL.map(Metric::WriteUnits));
+        metrics.extend(HotKey::ALL.map(Metric::KeyReadUnits));
         let mut slots: Vec<usize> = metrics.iter().map(|metric| metric.index()).collect();
         slots.sort_unstable();
         assert_eq!(slots, (0..METRICS).collect::<Vec<_>>());
@@ -213,12 +234,12 @@ mod tests {
     #[test]
     fn api_gateway_meters_a_request_per_512_kb() {
         let mut load = Load::default();
-        load.api_request(Route::SeatMap, 4_500_000.0);
+        load.api_request(Route::Layout, 1_094_435.0);
         assert_eq!(load[Metric::ApiRequests], 1.0);
-        assert_eq!(load[Metric::ApiBilledRequests], 9.0);
+        assert_eq!(load[Metric::ApiBilledRequests], 3.0);
         load.api_request(Route::Join, 700.0);
-        assert_eq!(load[Metric::ApiBilledRequests], 10.0);
-        assert_eq!(load[Metric::RouteRequests(Route::SeatMap)], 1.0);
+        assert_eq!(load[Metric::ApiBilledRequests], 4.0);
+        assert_eq!(load[Metric::RouteRequests(Route::Layout)], 1.0);
     }
 
     #[test]

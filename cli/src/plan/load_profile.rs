@@ -8,7 +8,8 @@ use super::crowd::Crowd;
 use super::load::{Load, Metric};
 use super::on_sale::OnSale;
 use super::operations::{
-    Operations, REDIS_BYTES_PER_WAITING_CUSTOMER, SEAT_MAP_CACHE_SECONDS, SECRET_REFRESH_SECONDS,
+    availability_invocations, Operations, AVAILABILITY_CACHE_SECONDS, CURRENT_LAYOUT_SECONDS,
+    LAYOUTS_PER_ADMITTED, REDIS_BYTES_PER_WAITING_CUSTOMER, SECRET_REFRESH_SECONDS,
     SECRET_VERSIONS_READ, STATUS_CACHE_SECONDS,
 };
 use super::stack_defaults::Function;
@@ -36,6 +37,8 @@ pub fn profile(crowd: &Crowd, operations: &Operations, on_sale: &OnSale) -> Load
     let mut peak_redis_bytes: f64 = 0.0;
     let mut redis_gb_hours = 0.0;
     let mut duration_seconds = 0.0;
+    let mut hold_instances: f64 = 0.0;
+    let mut layout_fetched = false;
 
     for moment in &crowd.moments {
         let mut second = Load::default();
@@ -55,25 +58,64 @@ pub fn profile(crowd: &Crowd, operations: &Operations, on_sale: &OnSale) -> Load
 
         let admitted = moment.admissions;
         let seat_maps = admitted * behaviour.seat_maps_per_admitted;
+        let holds = admitted * behaviour.holds_per_admitted;
+        let exact_holds = holds * (1.0 - behaviour.best_available_share);
         let payments = admitted * behaviour.pay_share;
+        let unpaid = payments * behaviour.unpaid_orders_per_paid;
         second.add(&operations.claim, admitted);
-        second.add(&operations.seat_map_read, seat_maps);
-        second.add(&operations.hold, admitted * behaviour.holds_per_admitted);
+        second.add(&operations.exact_hold, exact_holds);
+        second.add(
+            &operations.best_available_hold,
+            holds * behaviour.best_available_share,
+        );
         second.add(
             &operations.order_read,
             admitted * behaviour.order_reads_per_admitted,
         );
         second.add(&operations.payment, payments);
         second.add(&operations.ticket_message, payments);
+        second.add(&operations.unpaid_order_end, unpaid);
+
+        // The seat map and the layout are public: CloudFront answers the shoppers. The origin
+        // sees the availability once per cache period while anyone reads it, whatever the
+        // crowd, and the layout once (immutable), when the first customer fetches it.
+        second.add(&operations.seat_map_read, seat_maps);
         second.add(
-            &operations.unpaid_order_end,
-            payments * behaviour.unpaid_orders_per_paid,
+            &operations.seat_map_origin_fetch,
+            seat_maps.min(1.0 / AVAILABILITY_CACHE_SECONDS),
         );
-        // Each warm hold instance reloads the map at most once per cache period, so the index
-        // sees the smaller of the reads and the instances' reloads.
-        let hold_instances = second[Metric::LambdaBusySeconds(Function::Hold)].ceil();
-        let reloads = seat_maps.min(hold_instances / SEAT_MAP_CACHE_SECONDS);
-        second.add(&operations.seat_map_reload, reloads);
+        let layouts = admitted * LAYOUTS_PER_ADMITTED;
+        second.add(&operations.layout_read, layouts);
+        if layouts > 0.0 && !layout_fetched {
+            second.add(&operations.layout_origin_fetch, 1.0 / moment.step_seconds);
+            layout_fetched = true;
+        }
+
+        // Each new `hold` instance loads the layout once; each warm one checks the current
+        // version at most every 2 s when it serves an exact hold. (Instances stay warm through
+        // the on-sale: the busiest second's are the ones there are.)
+        let instances = second[Metric::LambdaBusySeconds(Function::Hold)].ceil();
+        let new_instances = (instances - hold_instances).max(0.0);
+        hold_instances = hold_instances.max(instances);
+        second.add(
+            &operations.hold_layout_load,
+            new_instances / moment.step_seconds,
+        );
+        second.add(
+            &operations.hold_layout_check,
+            exact_holds.min(instances / CURRENT_LAYOUT_SECONDS),
+        );
+
+        // Every seat write is a record on the seats table's stream, which `availability` applies
+        // to the bits in Redis: a winning hold (one per order, paid or not), a sale, a seat
+        // freed. Cancelled transactions write nothing.
+        let won_holds = payments + unpaid;
+        let seat_changes = (won_holds + payments + unpaid) * behaviour.seats_per_order;
+        second.add(
+            &operations.availability_batch,
+            availability_invocations(seat_changes),
+        );
+        second.add(&operations.seat_change, seat_changes);
 
         peak.keep_larger(&second, moment.seconds_from_opening, &mut peak_at);
         total.add(&second, moment.step_seconds);
@@ -113,7 +155,7 @@ pub fn profile(crowd: &Crowd, operations: &Operations, on_sale: &OnSale) -> Load
 mod tests {
     use super::*;
     use crate::plan::crowd::simulate;
-    use crate::plan::load::Table;
+    use crate::plan::load::{HotKey, Table};
     use crate::plan::on_sale::tests::example;
     use crate::plan::stack_defaults::Route;
 
@@ -147,12 +189,12 @@ mod tests {
     fn cloudfront_peaks_when_the_pre_queue_reads_every_five_seconds_at_the_opening() {
         let profile = profile_of(&example());
         // 50,000 pre-queue customers: 10,000 status reads and 10,000 draw chunk fetches a second, plus
-        // 166.7 joins, 100 claims, and the admitted customers' requests (310 seat maps, 210
-        // holds, 50 order reads) in the first second.
+        // 166.7 joins, 100 claims, and the admitted customers' requests (100 layouts, 310 seat
+        // maps, 210 holds, 50 order reads) in the first second.
         let peak = profile.peak[Metric::CloudFrontRequests];
         // (and 85 payments, through CloudFront too).
         let expected =
-            10_000.0 + 10_000.0 + 100_000.0 / 600.0 + 100.0 + 310.0 + 210.0 + 50.0 + 85.0;
+            10_000.0 + 10_000.0 + 100_000.0 / 600.0 + 100.0 + 100.0 + 310.0 + 210.0 + 50.0 + 85.0;
         assert!(
             (peak - expected).abs() < 200.0,
             "peak {peak}, expected about {expected}"
@@ -162,13 +204,66 @@ mod tests {
     }
 
     #[test]
-    fn seat_map_reloads_are_bounded_by_the_hold_instances() {
+    fn the_seat_maps_origin_load_does_not_grow_with_the_shoppers() {
+        let origin_peak = |admit_rate: f64| {
+            let on_sale = OnSale {
+                admit_rate,
+                max_active: 1_000_000.0,
+                ..example()
+            };
+            let profile = profile_of(&on_sale);
+            // The shoppers' reads reach CloudFront: 3.1 per admission.
+            let viewer_bytes = profile.peak[Metric::CloudFrontBytes];
+            assert!(viewer_bytes > admit_rate * 3.1 * 8_700.0);
+            (
+                profile.peak[Metric::RouteRequests(Route::SeatMap)],
+                profile.total[Metric::RouteRequests(Route::SeatMap)],
+                profile.peak[Metric::ReadUnits(Table::Seats)],
+            )
+        };
+        // 10 or 100 admitted a second (31 or 310 seat-map reads): one origin request a second
+        // either way, and no DynamoDB read of the seats.
+        let (few_peak, few_total, few_seat_reads) = origin_peak(10.0);
+        let (many_peak, many_total, many_seat_reads) = origin_peak(100.0);
+        assert_eq!(few_peak, 1.0);
+        assert_eq!(many_peak, 1.0);
+        assert_eq!((few_seat_reads, many_seat_reads), (0.0, 0.0));
+        // Over the on-sale: a request a second while admissions run (the bigger crowd sells out
+        // sooner, so asks even less), never one per read.
+        assert!(many_total <= few_total);
+        assert!(many_total < 23_600.0 * 3.1 / 100.0);
+    }
+
+    #[test]
+    fn each_hold_instance_and_the_origin_read_the_layout_once() {
         let profile = profile_of(&example());
+        let per_read = Operations::for_on_sale(&example()).layout_origin_fetch
+            [Metric::KeyReadUnits(HotKey::Layout)];
+        let reads = profile.total[Metric::KeyReadUnits(HotKey::Layout)] / per_read;
         let instances = profile.peak[Metric::LambdaBusySeconds(Function::Hold)].ceil();
-        let reload_units = Operations::for_on_sale(&example()).seat_map_reload
-            [Metric::ReadUnits(Table::SeatMapIndex)];
-        let reads = profile.peak[Metric::ReadUnits(Table::SeatMapIndex)];
-        assert!(reads <= instances / 2.0 * reload_units + 1e-6);
-        assert!(reads > 0.0);
+        // The origin's one read, and one per instance there ever was.
+        assert!((reads - reads.round()).abs() < 1e-9, "{reads}");
+        assert!(
+            reads >= 2.0 && reads <= instances + 1.0,
+            "{reads} for {instances}"
+        );
+        assert_eq!(profile.total[Metric::RouteRequests(Route::Layout)], 1.0);
+    }
+
+    #[test]
+    fn availability_is_invoked_per_shard_until_its_batches_fill() {
+        let at_rate = |admit_rate: f64| {
+            let on_sale = OnSale {
+                admit_rate,
+                max_active: 1_000_000.0,
+                ..example()
+            };
+            profile_of(&on_sale).peak[Metric::LambdaInvocations(Function::Availability)]
+        };
+        // 100 admitted a second: (99.45 orders held + 85 sold + 14.45 freed) × 2.5 seats = 497
+        // changes a second over 4 shards, each invoked once a second by the batching window.
+        assert!((at_rate(100.0) - 4.0).abs() < 1e-9);
+        // 1,000 a second: 4,972 changes, 2.5 full batches of 500 a shard.
+        assert!((at_rate(1_000.0) - 4_972.5 / 500.0).abs() < 0.01);
     }
 }

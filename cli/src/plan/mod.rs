@@ -26,6 +26,7 @@ use std::time::Duration;
 
 pub use aws_figures::AwsFigures;
 pub use error::PlanError;
+use lineup::http::holds::BEST_AVAILABLE_ATTEMPTS;
 use on_sale::{Behaviour, OnSale};
 use operations::Operations;
 use report::{OnSaleSummary, Plan, SaleSummary};
@@ -57,12 +58,19 @@ pub struct PlanArgs {
     /// The queue opens this long after the first arrival (earlier arrivals are the pre-queue).
     #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
     pub opens_after: Duration,
-    /// Seat-map reads per admitted customer (BENCHMARKS.md §8: 3.1).
+    /// Seat-map (availability) reads per admitted customer, at CloudFront (BENCHMARKS.md §8: 3.1).
     #[arg(long, default_value_t = Behaviour::default().seat_maps_per_admitted)]
     pub seat_maps_per_customer: f64,
-    /// Hold attempts per admitted customer, won or lost (BENCHMARKS.md §8: 2.1).
+    /// Hold requests per admitted customer, won or lost (BENCHMARKS.md §8: 2.1).
     #[arg(long, default_value_t = Behaviour::default().holds_per_admitted)]
     pub holds_per_customer: f64,
+    /// Share of hold requests asking for the best available seats rather than naming seats.
+    #[arg(long, default_value_t = Behaviour::default().best_available_share)]
+    pub best_available_share: f64,
+    /// Hold transactions per best-available request, 1 to 4 (BENCHMARKS.md §7: 2.62, a crowd of
+    /// 1,000 on 100 seats: the worst case).
+    #[arg(long, default_value_t = Behaviour::default().transactions_per_best_available)]
+    pub transactions_per_best_available: f64,
     /// Order-status reads per admitted customer (BENCHMARKS.md §8: 0.5).
     #[arg(long, default_value_t = Behaviour::default().order_reads_per_admitted)]
     pub order_reads_per_customer: f64,
@@ -95,6 +103,8 @@ impl PlanArgs {
             behaviour: Behaviour {
                 seat_maps_per_admitted: self.seat_maps_per_customer,
                 holds_per_admitted: self.holds_per_customer,
+                best_available_share: self.best_available_share,
+                transactions_per_best_available: self.transactions_per_best_available,
                 order_reads_per_admitted: self.order_reads_per_customer,
                 pay_share: self.pay_share,
                 unpaid_orders_per_paid: self.unpaid_per_paid,
@@ -109,31 +119,40 @@ impl PlanArgs {
             behaviour.unpaid_orders_per_paid,
         ];
         let problem = if !(1..=1_000_000_000).contains(&self.waiting) {
-            Some("--waiting must be between 1 and 1,000,000,000")
+            Some("--waiting must be between 1 and 1,000,000,000".to_owned())
         } else if self.seats == 0 {
-            Some("--seats must be at least 1")
+            Some("--seats must be at least 1".to_owned())
         } else if !(self.rate.is_finite() && self.rate >= 0.01) {
-            Some("--rate must be at least 0.01")
+            Some("--rate must be at least 0.01".to_owned())
         } else if self.max_active == 0 {
-            Some("--max-active must be at least 1")
+            Some("--max-active must be at least 1".to_owned())
         } else if on_sale.session_seconds < 1.0 || on_sale.shopping_seconds < 1.0 {
-            Some("--session and --shopping-time must be at least 1s")
+            Some("--session and --shopping-time must be at least 1s".to_owned())
         } else if on_sale.arrival_window_seconds < 1.0 {
-            Some("--arrival-window must be at least 1s")
+            Some("--arrival-window must be at least 1s".to_owned())
         } else if !(behaviour.pay_share > 0.0 && behaviour.pay_share <= 1.0) {
-            Some("--pay-share must be above 0 and at most 1")
+            Some("--pay-share must be above 0 and at most 1".to_owned())
         } else if !(behaviour.seats_per_order >= 1.0 && behaviour.seats_per_order.is_finite()) {
-            Some("--seats-per-order must be at least 1")
+            Some("--seats-per-order must be at least 1".to_owned())
+        } else if !(0.0..=1.0).contains(&behaviour.best_available_share) {
+            Some("--best-available-share must be between 0 and 1".to_owned())
+        } else if !(1.0..=BEST_AVAILABLE_ATTEMPTS as f64)
+            .contains(&behaviour.transactions_per_best_available)
+        {
+            Some(format!(
+                "--transactions-per-best-available must be between 1 and {BEST_AVAILABLE_ATTEMPTS} \
+                 (the most a request tries)"
+            ))
         } else if ratios
             .iter()
             .any(|ratio| !(ratio.is_finite() && *ratio >= 0.0))
         {
-            Some("the per-customer ratios must be 0 or more")
+            Some("the per-customer ratios must be 0 or more".to_owned())
         } else {
             None
         };
         match problem {
-            Some(problem) => Err(PlanError::InvalidArguments(problem.to_owned())),
+            Some(problem) => Err(PlanError::InvalidArguments(problem)),
             None => Ok(on_sale),
         }
     }
@@ -245,8 +264,10 @@ fn assumptions(on_sale: &OnSale, operations: &Operations) -> Vec<String> {
          the same for everyone, so the whole pre-queue reads every 5 s in the last 50 s."
             .to_owned(),
         "The `status` function serves the status (cached 2 s behind Origin Shield: 0.5 origin \
-         requests a second) and the draw's chunks (immutable: each fetched from the origin once, \
-         during the 5 s the pre-queue fetches them)."
+         requests a second), the draw's chunks (immutable: each fetched from the origin once, \
+         during the 5 s the pre-queue fetches them), the seat map's availability (cached 1 s: \
+         one origin request a second while shoppers read it, whatever their number) and the \
+         layout (immutable: fetched from the origin once)."
             .to_owned(),
         format!(
             "Admission at min(rate, max-active / shopping time) = {}/s; a sell-out closes the \
@@ -254,11 +275,15 @@ fn assumptions(on_sale: &OnSale, operations: &Operations) -> Vec<String> {
             report::number(on_sale.sustainable_admit_rate()),
         ),
         format!(
-            "Per admitted customer (BENCHMARKS.md §7, §8): {} seat-map reads, {} holds, {} \
-             order reads; {} pay while seats last, {} seats an order, {} orders end unpaid per \
-             paid one.",
+            "Per admitted customer (BENCHMARKS.md §7, §8): one layout, {} seat-map reads, {} \
+             holds ({} of them best available, {} transactions each: §7's crowd on a sold-out \
+             section, the worst case; {:.2} transactions a hold), {} order reads; {} pay while \
+             seats last, {} seats an order, {} orders end unpaid per paid one.",
             behaviour.seat_maps_per_admitted,
             behaviour.holds_per_admitted,
+            behaviour.best_available_share,
+            behaviour.transactions_per_best_available,
+            behaviour.transactions_per_hold(),
             behaviour.order_reads_per_admitted,
             behaviour.pay_share,
             behaviour.seats_per_order,
@@ -268,32 +293,47 @@ fn assumptions(on_sale: &OnSale, operations: &Operations) -> Vec<String> {
             "Redis ECPUs: a script costs its vCPU time relative to one ZADD, taken from \
              BENCHMARKS.md §1's throughput ratios (measured before the new waiting room's \
              scripts): join {:.2}, claim {:.2}, the hold's check {:.2}, the payment's leave \
-             {:.2}, the admit tick {:.2} per admission; a status read 1. Replies are under 1 KB. \
+             {:.2}, the admit tick {:.2} per admission, a seat change {:.2} (two SETBITs, in \
+             one script per stream batch); a status read 1. A read of the availability \
+             transfers its bits (a byte per 8 seats), 1 ECPU a KB: {:.2} here, once a second at \
+             the origin, at each best-available attempt, and every 2 s per warm hold instance. \
              One event's keys share a slot: its ceiling is one engine thread.",
             operations::join_script_ecpu(),
             operations::standing_script_ecpu(),
             operations::script_ecpu(1.0),
             operations::script_ecpu(2.0),
             operations::admit_tick_ecpu_per_admission(),
+            operations::seat_change_ecpu(),
+            operations::availability_read_ecpu(on_sale.seats),
         ),
-        "Lambda (arm64, 256 MB, template.yaml): durations are estimates, not measurements: join, \
-         claim, status 20 ms; a draw chunk 30 ms; seat map 30 ms + 1 µs a seat; hold 50 ms; \
-         order read 20 ms; payment 80 ms; 10 ms a ticket message; concurrency = requests/s × \
-         duration."
-            .to_owned(),
-        "DynamoDB units per BENCHMARKS.md §4: a hold 3n+5 writes (lost holds billed as if they \
-         wrote), a payment 1 read + 3n+7 writes, an unpaid order 2+2n; each warm hold instance \
-         reloads the seat map at most every 2 s (8 eventually consistent queries of 200 bytes a \
-         seat); index load spread evenly over the 8 keys."
+        format!(
+            "Lambda (arm64, 256 MB, template.yaml): durations are estimates, not measurements: \
+             join, claim, status 20 ms; a draw chunk 30 ms; the availability 20 ms + 0.1 µs a \
+             seat; the layout 30 ms + 20 ms a part ({} here); hold 50 ms, and 30 ms more per \
+             further best-available attempt; a new hold instance indexes the layout, 2 µs a \
+             seat; order read 20 ms; payment 80 ms; 10 ms a ticket message; availability 5 ms a \
+             batch + 0.01 ms a seat change, a batch per stream shard ({} assumed) per second, or \
+             per 500 changes; concurrency = requests/s × duration.",
+            report::count(operations.layout_parts),
+            operations::SEATS_STREAM_SHARDS,
+        ),
+        "DynamoDB units per BENCHMARKS.md §4 less the `seat_map` index ADR 0017 dropped: a hold \
+         transaction 2n+5 writes (lost ones billed as if they wrote), a payment 1 read + 2n+7 \
+         writes, an unpaid order 2+n; no seat is read from the table. Each new hold instance \
+         and the origin read the layout once (an eventually consistent Query of its parts, all \
+         under one key). The seats table's stream is read by Lambda for free."
             .to_owned(),
         format!(
-            "Sizes: the seat map {} bytes a seat uncompressed ({} MB for this venue); a status \
-             answer 600 bytes; other answers 700 bytes.",
-            operations::SEAT_MAP_BYTES_PER_SEAT,
-            report::number(operations.seat_map_response_bytes / 1_048_576.0),
+            "Sizes, uncompressed (CloudFront compresses; these are upper bounds): the \
+             availability seats/6 + 80 a section ({} assumed) + 150 bytes ({} bytes for this \
+             venue), the layout 13.7 bytes a seat ({} MB), as BENCHMARKS.md §7 measured; a \
+             status answer 600 bytes; other answers 700 bytes.",
+            operations::SECTIONS,
+            report::count(operations.availability_bytes),
+            report::number(operations.layout_bytes / 1_048_576.0),
         ),
         "Everything goes through CloudFront and the WAF, the payment webhook too; Bot Control \
-         (off by default) is counted, on the join, queue and seat routes. Free tiers and volume \
+         (off by default) is counted, on the join, queue and holds routes. Free tiers and volume \
          discounts are ignored; CloudWatch Logs and the Secrets Manager endpoint's hourly charge \
          are not modelled."
             .to_owned(),
@@ -504,12 +544,105 @@ mod tests {
                 "--seats-per-order",
                 "0.5",
             ],
+            &[
+                "--waiting",
+                "10",
+                "--seats",
+                "10",
+                "--rate",
+                "1",
+                "--best-available-share",
+                "1.5",
+            ],
+            &[
+                "--waiting",
+                "10",
+                "--seats",
+                "10",
+                "--rate",
+                "1",
+                "--transactions-per-best-available",
+                "5",
+            ],
+            &[
+                "--waiting",
+                "10",
+                "--seats",
+                "10",
+                "--rate",
+                "1",
+                "--transactions-per-best-available",
+                "0.5",
+            ],
         ] {
             assert!(
                 matches!(plan(&args(line)), Err(PlanError::InvalidArguments(_))),
                 "{line:?} was accepted"
             );
         }
+    }
+
+    fn check<'a>(plan: &'a Plan, figure_starts: &str) -> &'a quota_check::Check {
+        plan.checks
+            .iter()
+            .find(|check| check.figure.starts_with(figure_starts))
+            .unwrap_or_else(|| panic!("no check {figure_starts}"))
+    }
+
+    #[test]
+    fn the_seat_map_is_read_at_cloudfront_and_set_by_availability() {
+        let plan = plan(&args(&[
+            "--waiting",
+            "100000",
+            "--seats",
+            "50000",
+            "--rate",
+            "100",
+            "--max-active",
+            "20000",
+        ]))
+        .unwrap();
+        // No index any more, and nothing about it.
+        assert!(plan
+            .checks
+            .iter()
+            .all(|check| !check.figure.contains("seat_map")));
+        // Nothing read from the seats table.
+        assert!(plan
+            .checks
+            .iter()
+            .all(|check| !check.figure.starts_with("seats table: reads")));
+        // The seat map's origin: one request a second, under the status routes' throttle.
+        let seat_map = check(&plan, "route GET /events/{eventId}/seats");
+        assert_eq!(seat_map.peak, 1.0);
+        assert_eq!(seat_map.limit.as_ref().unwrap().value, 100.0);
+        // The largest answer is the layout, 685,000 bytes.
+        let layout = check(&plan, "seat layout response");
+        assert!((layout.peak - 685_000.0 / 1_048_576.0).abs() < 1e-9);
+        // The ninth function keeps up within its 10 reserved.
+        let availability = check(&plan, "concurrency: availability");
+        assert!(availability.peak > 0.0 && availability.peak < 1.0);
+        assert_eq!(availability.limit.as_ref().unwrap().value, 10.0);
+        assert!(plan.flags.is_empty(), "flagged: {:#?}", plan.flags);
+    }
+
+    #[test]
+    fn a_huge_venue_flags_the_layouts_size_and_its_key() {
+        let plan = plan(&args(&[
+            "--waiting",
+            "100000",
+            "--seats",
+            "400000",
+            "--rate",
+            "500",
+            "--max-active",
+            "1000000",
+        ]))
+        .unwrap();
+        // 400,000 seats: a 5.2 MB layout, 87% of Lambda's 6 MB.
+        assert!(flagged(&plan, "Lambda", "seat layout response"));
+        // 669 read units a layout, read by each of about 80 new hold instances at the opening.
+        assert!(flagged(&plan, "DynamoDB", "events table: layout reads"));
     }
 
     #[test]

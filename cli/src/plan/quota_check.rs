@@ -6,9 +6,9 @@
 use serde::Serialize;
 
 use super::aws_figures::{AwsFigures, Quota};
-use super::load::{Metric, Table};
+use super::load::{HotKey, Metric, Table};
 use super::load_profile::LoadProfile;
-use super::operations::{Operations, INDEX_SHARDS, ONE_EVENT_SLOT_ECPU_PER_SECOND};
+use super::operations::{Operations, ONE_EVENT_SLOT_ECPU_PER_SECOND, PENDING_SHARDS};
 use super::stack_defaults::{Function, Route};
 
 /// A peak above this share of its limit is flagged.
@@ -329,18 +329,20 @@ fn lambda_checks(
             )
         }),
     ));
+    // The largest answer a function gives: the layout, whole (the availability is a byte per 6
+    // seats).
     checks.push(check(
         "Lambda",
-        "seat map response (hold, synchronous)",
+        "seat layout response (status, synchronous)",
         "MB",
-        operations.seat_map_response_bytes / 1_048_576.0,
+        operations.layout_bytes / 1_048_576.0,
         None,
         Some(Limit {
             value: quotas.lambda_sync_response_bytes.value / 1_048_576.0,
             ..aws_with(
                 "lambda_sync_response_bytes",
                 &quotas.lambda_sync_response_bytes,
-                redesign("compress the seat map or send it in pages"),
+                redesign("serve the layout in parts (a section a document)"),
             )
         }),
     ));
@@ -489,50 +491,36 @@ fn dynamodb_checks(profile: &LoadProfile, figures: &AwsFigures) -> Vec<Check> {
         }
     }
 
-    // The hottest keys: an index key lives on one partition, and the 8 keys share the load.
-    let per_key = |metric: Metric| peak(metric) / INDEX_SHARDS;
-    let seat_map_reads = Metric::ReadUnits(Table::SeatMapIndex);
-    let seat_map_writes = Metric::WriteUnits(Table::SeatMapIndex);
+    // The hottest keys, each on one partition: the pending index's 8 keys share its load; the
+    // draw's chunks (as the model counts them) and a layout's parts sit under one key each.
+    let per_key = |metric: Metric| peak(metric) / PENDING_SHARDS;
     let pending_writes = Metric::WriteUnits(Table::PendingIndex);
-    checks.push(check(
-        "DynamoDB",
-        "seat_map index: reads on an event's hottest key of 8",
-        "units/s",
-        per_key(seat_map_reads),
-        at(seat_map_reads),
-        Some(aws_with(
-            "dynamodb_partition_read_units",
-            &quotas.dynamodb_partition_read_units,
-            redesign(
-                "more seat_map shards, a longer seat-map cache, or the map cached at CloudFront",
-            ),
-        )),
-    ));
-    checks.push(check(
-        "DynamoDB",
-        "seat_map index: writes on an event's hottest key of 8",
-        "units/s",
-        per_key(seat_map_writes),
-        at(seat_map_writes),
-        Some(aws_with(
-            "dynamodb_partition_write_units",
-            &quotas.dynamodb_partition_write_units,
-            redesign("more seat_map shards"),
-        )),
-    ));
-    let event_reads = Metric::ReadUnits(Table::Events);
+    let chunk_reads = Metric::KeyReadUnits(HotKey::DrawChunks);
     checks.push(check(
         "DynamoDB",
         "events table: draw chunk reads, all on the event's key",
         "units/s",
-        peak(event_reads),
-        at(event_reads),
+        peak(chunk_reads),
+        at(chunk_reads),
         Some(aws_with(
             "dynamodb_partition_read_units",
             &quotas.dynamodb_partition_read_units,
             redesign(
                 "spread the draw's chunks over several keys (or let DynamoDB split the key first)",
             ),
+        )),
+    ));
+    let layout_reads = Metric::KeyReadUnits(HotKey::Layout);
+    checks.push(check(
+        "DynamoDB",
+        "events table: layout reads (new hold instances), one key",
+        "units/s",
+        peak(layout_reads),
+        at(layout_reads),
+        Some(aws_with(
+            "dynamodb_partition_read_units",
+            &quotas.dynamodb_partition_read_units,
+            redesign("read the layout through CloudFront, or store it under several keys"),
         )),
     ));
     checks.push(check(

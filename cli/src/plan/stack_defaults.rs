@@ -16,10 +16,12 @@ pub enum Function {
     Expire,
     OutboxStream,
     Status,
+    /// The seats table's stream to the seat map's bits in Redis (docs/decisions/0017).
+    Availability,
 }
 
 impl Function {
-    pub const ALL: [Function; 8] = [
+    pub const ALL: [Function; 9] = [
         Function::Join,
         Function::Poll,
         Function::Hold,
@@ -28,6 +30,7 @@ impl Function {
         Function::Expire,
         Function::OutboxStream,
         Function::Status,
+        Function::Availability,
     ];
 
     pub fn name(self) -> &'static str {
@@ -40,6 +43,7 @@ impl Function {
             Function::Expire => "expire",
             Function::OutboxStream => "outbox-stream",
             Function::Status => "status",
+            Function::Availability => "availability",
         }
     }
 
@@ -54,6 +58,7 @@ impl Function {
             Function::Expire => "ExpireConcurrency",
             Function::OutboxStream => "OutboxStreamConcurrency",
             Function::Status => "StatusConcurrency",
+            Function::Availability => "AvailabilityConcurrency",
         }
     }
 
@@ -68,6 +73,7 @@ impl Function {
             Function::Expire => 2.0,
             Function::OutboxStream => 10.0,
             Function::Status => 20.0,
+            Function::Availability => 10.0,
         }
     }
 
@@ -77,7 +83,10 @@ impl Function {
         match self {
             Function::Join | Function::Poll | Function::Hold | Function::Confirm => 2.0,
             Function::Status => 1.0,
-            Function::Admit | Function::Expire | Function::OutboxStream => 0.0,
+            Function::Admit
+            | Function::Expire
+            | Function::OutboxStream
+            | Function::Availability => 0.0,
         }
     }
 
@@ -109,19 +118,23 @@ pub enum Route {
     Claim,
     Status,
     DrawChunk,
+    /// The availability (public, cached a second, served by `status`).
     SeatMap,
+    /// A version of the seat layout (public, immutable, served by `status`).
+    Layout,
     Hold,
     OrderStatus,
     Webhook,
 }
 
 impl Route {
-    pub const ALL: [Route; 8] = [
+    pub const ALL: [Route; 9] = [
         Route::Join,
         Route::Claim,
         Route::Status,
         Route::DrawChunk,
         Route::SeatMap,
+        Route::Layout,
         Route::Hold,
         Route::OrderStatus,
         Route::Webhook,
@@ -134,6 +147,7 @@ impl Route {
             Route::Status => "GET /events/{eventId}/status",
             Route::DrawChunk => "GET /events/{eventId}/draw/{prefix}",
             Route::SeatMap => "GET /events/{eventId}/seats",
+            Route::Layout => "GET /events/{eventId}/layout/{version}",
             Route::Hold => "POST /events/{eventId}/holds",
             Route::OrderStatus => "GET /orders/{orderId}",
             Route::Webhook => "POST /orders/{orderId}/confirm",
@@ -146,11 +160,11 @@ impl Route {
         match self {
             Route::Join => Some(("JoinRouteRateLimit", 1_500.0)),
             Route::Claim => Some(("PollRouteRateLimit", 2_000.0)),
-            Route::SeatMap | Route::Hold | Route::OrderStatus => {
-                Some(("HoldRouteRateLimit", 500.0))
-            }
+            Route::Hold | Route::OrderStatus => Some(("HoldRouteRateLimit", 500.0)),
             Route::Webhook => Some(("WebhookRouteRateLimit", 2_000.0)),
-            Route::Status | Route::DrawChunk => Some(("StatusRouteRateLimit", 100.0)),
+            Route::Status | Route::DrawChunk | Route::SeatMap | Route::Layout => {
+                Some(("StatusRouteRateLimit", 100.0))
+            }
         }
     }
 
@@ -197,13 +211,40 @@ mod tests {
         for route in Route::ALL {
             if let Some((parameter, rate)) = route.throttle() {
                 assert_eq!(parameter_default(&template, parameter), rate, "{parameter}");
-                assert!(
-                    template.contains(&format!("\"{}\":", route.key())),
-                    "{} has no RouteSettings entry",
+                // The route's RouteSettings entry, and the parameter its rate refers to.
+                let entry = format!("\"{}\":\n", route.key());
+                let settings = template
+                    .split(&entry)
+                    .nth(1)
+                    .unwrap_or_else(|| panic!("{} has no RouteSettings entry", route.key()));
+                let rate_line = settings.lines().next().unwrap_or_default().trim();
+                assert_eq!(
+                    rate_line,
+                    format!("ThrottlingRateLimit: !Ref {parameter}"),
+                    "{}",
                     route.key()
                 );
             }
         }
+    }
+
+    #[test]
+    fn every_function_the_template_reserves_concurrency_for_is_modelled() {
+        let template = template();
+        let mut reserved: Vec<&str> = template
+            .lines()
+            .filter_map(|line| {
+                line.trim()
+                    .strip_prefix("ReservedConcurrentExecutions: !Ref ")
+            })
+            .collect();
+        let mut modelled: Vec<&str> = Function::ALL
+            .iter()
+            .map(|function| function.concurrency_parameter())
+            .collect();
+        reserved.sort_unstable();
+        modelled.sort_unstable();
+        assert_eq!(reserved, modelled);
     }
 
     #[test]
