@@ -289,7 +289,7 @@ impl Hold<'_> {
         };
         let first = availability.summary.sections[at].first;
         let mut bits = availability.available;
-        let mut taken: std::collections::HashSet<u32> = HashSet::new();
+        let mut taken: HashSet<u32> = HashSet::new();
         let mut last_refusal = None;
         for attempt in 0..BEST_AVAILABLE_ATTEMPTS {
             if attempt > 0 {
