@@ -16,13 +16,13 @@ pub fn row_and_number(seat_id: &str) -> Option<(&str, u32)> {
 }
 
 /// Runs of neighbouring seats the customer may take: `(section, seat ids in order)`.
-fn runs<'a>(map: &'a [SeatView], avoid: &HashSet<String>) -> Vec<(&'a str, Vec<&'a str>)> {
+fn runs<'a>(
+    map: impl Iterator<Item = &'a SeatView>,
+    avoid: &HashSet<String>,
+) -> Vec<(&'a str, Vec<&'a str>)> {
     // Row → (number, seat) for the seats shown AVAILABLE and not known to be taken.
     let mut rows: BTreeMap<&str, Vec<(u32, &SeatView)>> = BTreeMap::new();
-    for seat in map
-        .iter()
-        .filter(|seat| seat.is_available() && !avoid.contains(&seat.seat_id))
-    {
+    for seat in map.filter(|seat| seat.is_available() && !avoid.contains(&seat.seat_id)) {
         if let Some((row, number)) = row_and_number(&seat.seat_id) {
             rows.entry(row).or_default().push((number, seat));
         }
@@ -63,7 +63,12 @@ pub fn choose_available(
     avoid: &HashSet<String>,
     rng: &mut impl RngExt,
 ) -> Vec<String> {
-    let runs = runs(map, avoid);
+    // The preferred section's rows first (a stadium map is tens of thousands of seats: looking
+    // at all of them for every customer is what a crowd of simulated customers cannot afford).
+    let mut runs = runs(map.iter().filter(|seat| seat.section == section), avoid);
+    if !runs.iter().any(|(_, seats)| seats.len() >= want) {
+        runs = self::runs(map.iter(), avoid);
+    }
     let fitting = |in_section: bool| -> Vec<&(&str, Vec<&str>)> {
         runs.iter()
             .filter(|(s, seats)| seats.len() >= want && (!in_section || *s == section))
