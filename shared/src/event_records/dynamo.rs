@@ -23,8 +23,8 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, PutRequest,
-    ReturnValue, ScalarAttributeType, WriteRequest,
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ReturnValue,
+    ScalarAttributeType,
 };
 use aws_sdk_dynamodb::Client;
 
@@ -50,8 +50,6 @@ const LAYOUT_SK: &str = "LAYOUT";
 const LAYOUT_PART_PREFIX: &str = "PART#";
 /// The most bytes of a layout document one item holds.
 const LAYOUT_PART_BYTES: usize = 350_000;
-/// BatchWriteItem takes at most 25 items.
-const BATCH: usize = 25;
 
 #[derive(Clone)]
 pub struct DynamoEventRecords {
@@ -151,44 +149,7 @@ impl DynamoEventRecords {
     /// Writes the items, 25 per request and 8 requests at a time (a big draw has tens of
     /// thousands of chunks; one request at a time would take minutes).
     async fn write_all(&self, items: Vec<Item>) -> Result<(), LineupError> {
-        for group in items.chunks(BATCH * 8) {
-            let mut writes = Vec::new();
-            for batch in group.chunks(BATCH) {
-                writes.push(self.write_batch(batch.to_vec()));
-            }
-            futures::future::try_join_all(writes).await?;
-        }
-        Ok(())
-    }
-
-    async fn write_batch(&self, batch: Vec<Item>) -> Result<(), LineupError> {
-        let mut pending: Vec<WriteRequest> = batch
-            .into_iter()
-            .map(|item| {
-                WriteRequest::builder()
-                    .put_request(built(PutRequest::builder().set_item(Some(item)).build()))
-                    .build()
-            })
-            .collect();
-        // Unprocessed items (throttling) are sent again, with a growing pause.
-        for attempt in 0u32.. {
-            let answer = self
-                .client
-                .batch_write_item()
-                .request_items(&self.table, pending)
-                .send()
-                .await
-                .map_err(store_error)?;
-            pending = answer
-                .unprocessed_items
-                .and_then(|mut unprocessed| unprocessed.remove(&self.table))
-                .unwrap_or_default();
-            if pending.is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50 << attempt.min(6))).await;
-        }
-        Ok(())
+        crate::ledger::dynamo::batch_write::put_all(&self.client, &self.table, items, 8).await
     }
 }
 

@@ -8,6 +8,7 @@
 //!   payment (`PAYMENT#`), the seats a customer bought (`TICKETS#`, for the ticket limit);
 //! - outbox: events for `outbox-stream`, written in the same transaction as the sale.
 
+pub(crate) mod batch_write;
 pub mod confirm;
 pub mod expire;
 pub mod hold;

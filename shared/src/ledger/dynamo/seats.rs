@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, PutRequest, WriteRequest};
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use futures::{StreamExt, TryStreamExt};
 
 use super::items::{n, s, seat_key, seat_pk, to_item, SeatItem};
@@ -20,8 +20,6 @@ use crate::LineupError;
 
 /// BatchGetItem takes at most 100 keys.
 const READ_BATCH: usize = 100;
-/// BatchWriteItem takes at most 25 items.
-const WRITE_BATCH: usize = 25;
 
 impl DynamoLedger {
     /// Writes the layout's seats, all AVAILABLE, each with a conditional put that only replaces a
@@ -83,50 +81,7 @@ impl DynamoLedger {
             .seats()
             .map(|(index, seat)| to_item(&SeatItem::new(event, &seat, version, index)))
             .collect::<Result<_, _>>()?;
-        let batches: Vec<Vec<HashMap<String, AttributeValue>>> =
-            items.chunks(WRITE_BATCH).map(<[_]>::to_vec).collect();
-        futures::stream::iter(
-            batches
-                .into_iter()
-                .map(|batch| async move { self.write_batch(batch).await }),
-        )
-        .buffer_unordered(SEED_CONCURRENCY)
-        .try_collect::<Vec<()>>()
-        .await?;
-        Ok(())
-    }
-
-    async fn write_batch(
-        &self,
-        batch: Vec<HashMap<String, AttributeValue>>,
-    ) -> Result<(), LineupError> {
-        let mut pending: Vec<WriteRequest> = batch
-            .into_iter()
-            .map(|item| {
-                WriteRequest::builder()
-                    .put_request(built(PutRequest::builder().set_item(Some(item)).build()))
-                    .build()
-            })
-            .collect();
-        // Unprocessed items (throttling) are sent again, with a growing pause.
-        for attempt in 0u32.. {
-            let answer = self
-                .client
-                .batch_write_item()
-                .request_items(&self.tables.seats, pending)
-                .send()
-                .await
-                .map_err(store_error)?;
-            pending = answer
-                .unprocessed_items
-                .and_then(|mut unprocessed| unprocessed.remove(&self.tables.seats))
-                .unwrap_or_default();
-            if pending.is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50 << attempt.min(6))).await;
-        }
-        Ok(())
+        super::batch_write::put_all(&self.client, &self.tables.seats, items, SEED_CONCURRENCY).await
     }
 
     /// A seat in use keeps its status and gets its place in a new layout.
