@@ -404,17 +404,9 @@ async fn the_layout_and_the_seat_map_are_public_cacheable_and_refuse_made_up_ver
     let sale = on_sale(2, 4).await;
     let api = public_api(sale.records.clone());
     let get = |route_key: &str, params: &[(&str, &str)]| {
-        let mut event = route(&sample("seats.json"), params, None);
-        let path = route_key
-            .trim_start_matches("GET ")
-            .replace("{eventId}", params[0].1)
-            .replace("{version}", params.get(1).map_or("", |p| p.1));
-        event["routeKey"] = route_key.into();
-        event["requestContext"]["routeKey"] = route_key.into();
-        event["rawPath"] = path.clone().into();
-        event["requestContext"]["http"]["path"] = path.into();
+        let request = public_request(route_key, params);
         let api = api.clone();
-        async move { lineup::http::public::handle(&api, request(&event)).await }
+        async move { lineup::http::public::handle(&api, request).await }
     };
     let event = sale.event.as_str();
     let cache = |answer: &lambda_http::Response<lambda_http::Body>| {
@@ -482,6 +474,49 @@ async fn the_layout_and_the_seat_map_are_public_cacheable_and_refuse_made_up_ver
         assert_eq!(cache(&answer), "public, max-age=5");
     }
     let unknown = fresh_event();
+
+    // A thousand made-up versions, and versions of a made-up event, reach neither the table nor
+    // the single read real versions wait for: only the current version is ever read.
+    let (counted, requests) = counting_records().await;
+    let counted_api = lineup::http::public::PublicApi {
+        layouts: counted,
+        layout_documents: std::sync::Arc::default(),
+        ..api.clone()
+    };
+    let version_of = |event: &str, version: &str| {
+        let request = public_request(
+            "GET /events/{eventId}/layout/{version}",
+            &[("eventId", event), ("version", version)],
+        );
+        let api = counted_api.clone();
+        async move { lineup::http::public::handle(&api, request).await }
+    };
+    let made_up: Vec<String> = (0..1000u64).map(|n| format!("{n:016x}")).collect();
+    let answers = join_all(made_up.iter().map(|version| version_of(event, version))).await;
+    assert!(answers
+        .iter()
+        .all(|answer| answer.status() == StatusCode::NOT_FOUND));
+    let unknown_event = version_of(unknown.as_str(), &version).await;
+    assert_eq!(
+        (unknown_event.status(), error_code(&unknown_event).as_str()),
+        (StatusCode::NOT_FOUND, "event_not_found")
+    );
+    assert_eq!(
+        requests.take(),
+        BTreeMap::new(),
+        "made-up versions read nothing from DynamoDB"
+    );
+    // The current version is read once, however many ask at once.
+    let current = join_all((0..20).map(|_| version_of(event, &version))).await;
+    assert!(current
+        .iter()
+        .all(|answer| answer.status() == StatusCode::OK));
+    assert_eq!(
+        requests.take().values().sum::<u64>(),
+        1,
+        "twenty concurrent reads of the current version make one table read"
+    );
+
     for route_key in [
         "GET /events/{eventId}/seats",
         "GET /events/{eventId}/layout",
@@ -508,4 +543,18 @@ async fn the_layout_and_the_seat_map_are_public_cacheable_and_refuse_made_up_ver
     );
     assert!(rebuilding.headers().contains_key("retry-after"));
     assert_eq!(cache(&rebuilding), "public, max-age=1");
+}
+
+/// A public route's API Gateway event with its path filled in from `params`.
+fn public_request(route_key: &str, params: &[(&str, &str)]) -> lambda_http::Request {
+    let mut event = route(&sample("seats.json"), params, None);
+    let path = route_key
+        .trim_start_matches("GET ")
+        .replace("{eventId}", params[0].1)
+        .replace("{version}", params.get(1).map_or("", |p| p.1));
+    event["routeKey"] = route_key.into();
+    event["requestContext"]["routeKey"] = route_key.into();
+    event["rawPath"] = path.clone().into();
+    event["requestContext"]["http"]["path"] = path.into();
+    request(&event)
 }

@@ -64,10 +64,9 @@ impl LayoutCatalogue {
                 return Ok(summary.clone());
             }
         }
-        let summary = match board.availability(event).await? {
-            crate::availability::Projection::NoLayout => store.current_layout(event).await?,
-            crate::availability::Projection::Rebuilding(summary) => Some(summary),
-            crate::availability::Projection::Ready(availability) => Some(availability.summary),
+        let summary = match board.summary(event).await? {
+            Some(summary) => Some(summary),
+            None => store.current_layout(event).await?,
         };
         self.remember_current(event, summary.clone());
         Ok(summary)

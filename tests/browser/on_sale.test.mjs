@@ -41,10 +41,10 @@ const LINEUP_BIN = process.env.LINEUP_BIN ?? path.join(REPO, 'target', 'debug', 
 const STEP_MS = 30_000; // loading pages, seat maps, holds
 const ADMIT_MS = 90_000; // join → admitted (first poll comes after Retry-After, >= 5 s)
 const TICKET_MS = 60_000; // pay → ticket shown
-// The availability follows the seats table's stream, usually within a second or two; but on a
-// freshly started `lineup dev --seats 20000` the local stream pump first replays the seeding's
-// 20,000 records (about 1.5 min here), and holds show only after that.
-const SOLD_MS = 150_000;
+// The availability follows the seats table's stream, usually within a second or two (the local
+// pump starts at the stream's end, like the template's mapping, so seeding 20,000 seats adds
+// nothing), then the 1 s cache of the seats route; slack for a busy moto.
+const SOLD_MS = 30_000;
 const OPENS_IN_S = 20; // Carol's event opens this long after it is made
 const BIG_EVENT_SEATS = 20_000; // Dana's scenario: the demo event is at least this big
 const ROWS_PER_PAGE = 25; // the page shows one section this many rows at a time

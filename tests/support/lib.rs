@@ -88,19 +88,32 @@ pub async fn configure(queue: &RedisQueue, event: &EventId, settings: EventSetti
 /// The events table every test in this process shares (events have unique ids), created on
 /// first use in the local emulator.
 pub async fn records() -> Arc<DynamoEventRecords> {
+    Arc::new(DynamoEventRecords::new(
+        aws::dynamo().await,
+        shared_events_table().await,
+    ))
+}
+
+/// The shared events table through a client that counts its requests.
+pub async fn counting_records() -> (Arc<DynamoEventRecords>, request_counter::RequestCounter) {
+    let table = shared_events_table().await;
+    let (dynamo, counter) = request_counter::counting_dynamodb();
+    (Arc::new(DynamoEventRecords::new(dynamo, table)), counter)
+}
+
+async fn shared_events_table() -> String {
     static TABLE: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
-    let dynamo = aws::dynamo().await;
-    let table = TABLE
+    TABLE
         .get_or_init(|| async {
             let name = aws::unique("events");
-            DynamoEventRecords::new(dynamo.clone(), name.clone())
+            DynamoEventRecords::new(aws::dynamo().await, name.clone())
                 .create_table()
                 .await
                 .expect("create the events table");
             name
         })
-        .await;
-    Arc::new(DynamoEventRecords::new(dynamo, table.clone()))
+        .await
+        .clone()
 }
 
 /// An events table of its own, for a test whose admitter lists every open event (a shared table

@@ -472,12 +472,25 @@ async fn serve(
     .with_graceful_shutdown({
         let stop = stop.clone();
         async move { stop.requested().await }
-    })
-    .await
-    .map_err(DevError::Serve);
+    });
+    // Requests in flight get a few seconds to finish; one stuck on a stalled moto (the SDK waits
+    // up to 30 s) does not keep Ctrl-C from stopping everything.
+    let served = tokio::select! {
+        served = served => served.map_err(DevError::Serve),
+        () = async {
+            stop.requested().await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            eprintln!("lineup dev: requests still in flight after {SHUTDOWN_GRACE:?}; stopping anyway");
+            Ok(())
+        }
+    };
     drop(background);
     served
 }
+
+/// How long requests in flight may take to finish once Ctrl-C is heard.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// API Gateway answers an unknown route or method with 404; so does the dev server, in Lineup's
 /// error shape, for `/dev/*` and missing files too.

@@ -65,6 +65,10 @@ pub trait AvailabilityBoard: Send + Sync {
     /// The layout summary and the available bitset, in one round trip.
     async fn availability(&self, event: &EventId) -> Result<Projection, LineupError>;
 
+    /// The current layout's summary alone (a few hundred bytes; no bitset), `None` when no
+    /// layout is known: what the layout redirect and a hold's section lookup need.
+    async fn summary(&self, event: &EventId) -> Result<Option<LayoutSummary>, LineupError>;
+
     /// The counts by state (`None` unless the projection is ready).
     async fn counts(&self, event: &EventId) -> Result<Option<SeatCounts>, LineupError>;
 

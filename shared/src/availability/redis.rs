@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use redis::Script;
+use redis::{AsyncCommands, Script};
 
 use super::{bitset, Availability, AvailabilityBoard, Projection, SeatChange, SeatCounts};
 use crate::ids::EventId;
@@ -88,6 +88,16 @@ impl AvailabilityBoard for RedisAvailability {
             None => Projection::Rebuilding(summary),
             Some(available) => Projection::Ready(Availability { summary, available }),
         })
+    }
+
+    async fn summary(&self, event: &EventId) -> Result<Option<LayoutSummary>, LineupError> {
+        let keys = EventKeys::new(event);
+        let summary: Option<Vec<u8>> = self
+            .connection
+            .clone()
+            .hget(&keys.layout, "summary")
+            .await?;
+        summary.as_deref().map(summary_from).transpose()
     }
 
     async fn counts(&self, event: &EventId) -> Result<Option<SeatCounts>, LineupError> {

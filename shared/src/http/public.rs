@@ -55,6 +55,10 @@ pub struct PublicApi {
 
 /// Layout documents already read, by event and version: they never change. Concurrent misses
 /// wait for one read instead of each reading the layout.
+///
+/// Only the event's current version is read from the table (checked first against the
+/// projection's summary, one Redis read): made-up versions, however many, never reach it nor
+/// queue behind the single read.
 #[derive(Default)]
 pub struct LayoutDocuments {
     documents: Mutex<HashMap<(EventId, String), Arc<String>>>,
@@ -64,6 +68,7 @@ pub struct LayoutDocuments {
 impl LayoutDocuments {
     async fn get(
         &self,
+        current: &dyn AvailabilityBoard,
         store: &dyn LayoutStore,
         event: &EventId,
         version: &str,
@@ -71,6 +76,13 @@ impl LayoutDocuments {
         let key = (event.clone(), version.to_owned());
         if let Some(document) = self.locked().get(&key) {
             return Ok(Some(document.clone()));
+        }
+        let summary = current
+            .summary(event)
+            .await?
+            .ok_or(LineupError::EventNotFound)?;
+        if summary.version != version {
+            return Ok(None);
         }
         let _loading = self.loading.lock().await;
         if let Some(document) = self.locked().get(&key) {
@@ -173,11 +185,11 @@ async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, Lin
             )),
         },
         Some("GET /events/{eventId}/layout") => {
-            let summary = match api.seats.availability(&event).await? {
-                Projection::NoLayout => return Err(LineupError::EventNotFound),
-                Projection::Rebuilding(summary) => summary,
-                Projection::Ready(availability) => availability.summary,
-            };
+            let summary = api
+                .seats
+                .summary(&event)
+                .await?
+                .ok_or(LineupError::EventNotFound)?;
             let answer = Response::builder()
                 .status(StatusCode::FOUND)
                 .header(LOCATION, layout_path(&event, &summary.version))
@@ -202,7 +214,7 @@ async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, Lin
             }
             let layout = api
                 .layout_documents
-                .get(api.layouts.as_ref(), &event, version)
+                .get(api.seats.as_ref(), api.layouts.as_ref(), &event, version)
                 .await?
                 .ok_or(LineupError::NotFound(
                     "this event has no such layout version",
