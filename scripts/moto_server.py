@@ -17,7 +17,10 @@ Usage: python scripts/moto_server.py --port 5005
 
 import argparse
 import copy
+import logging
+import sys
 import threading
+import time
 
 import moto.dynamodb.models as dynamodb_models
 from moto.core.common_models import BaseModel
@@ -33,13 +36,17 @@ DYNAMODB_LOCK = threading.Lock()
 class SerialisedDynamoDB:
     """WSGI middleware: runs DynamoDB (and DynamoDB Streams) requests one at a time."""
 
-    def __init__(self, app):
+    def __init__(self, app, stats=None):
         self.app = app
+        self.stats = stats
 
     def __call__(self, environ, start_response):
-        if not environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB"):
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target.startswith("DynamoDB"):
             return self.app(environ, start_response)
+        queued = time.perf_counter()
         with DYNAMODB_LOCK:
+            started = time.perf_counter()
             # Produce the whole body inside the lock: moto may work lazily while iterating.
             result = self.app(environ, start_response)
             try:
@@ -47,7 +54,54 @@ class SerialisedDynamoDB:
             finally:
                 if hasattr(result, "close"):
                     result.close()
+            if self.stats is not None:
+                self.stats.add(target, started - queued, time.perf_counter() - started)
         return [body]
+
+
+class LockStats:
+    """With `--stats-every`: what each operation cost under the lock, and how long requests
+    waited for it, printed to stderr every period (where the local stack's time goes)."""
+
+    def __init__(self, every):
+        self.every = every
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self):
+        self.by_operation = {}
+        self.waited = 0.0
+        self.longest_wait = 0.0
+
+    def add(self, target, waited, busy):
+        operation = target.rsplit(".", 1)[-1]
+        with self.lock:
+            count, total = self.by_operation.get(operation, (0, 0.0))
+            self.by_operation[operation] = (count + 1, total + busy)
+            self.waited += waited
+            self.longest_wait = max(self.longest_wait, waited)
+
+    def report_forever(self):
+        while True:
+            time.sleep(self.every)
+            with self.lock:
+                by_operation, waited, longest = self.by_operation, self.waited, self.longest_wait
+                self.reset()
+            requests = sum(count for count, _ in by_operation.values())
+            busy = sum(total for _, total in by_operation.values())
+            parts = ", ".join(
+                f"{operation} {count} x {1000 * total / count:.1f} ms"
+                for operation, (count, total) in sorted(
+                    by_operation.items(), key=lambda entry: -entry[1][1]
+                )
+            )
+            mean_wait = 1000 * waited / requests if requests else 0.0
+            print(
+                f"moto: {requests} requests in {self.every} s, lock busy {100 * busy / self.every:.0f} %, "
+                f"wait mean {mean_wait:.0f} ms max {1000 * longest:.0f} ms; {parts}",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def keep_stream_shards_on_rollback():
@@ -201,12 +255,29 @@ def main():
         action="store_true",
         help="roll cancelled transactions back with moto's whole-table copies (for comparison)",
     )
+    parser.add_argument(
+        "--stats-every",
+        type=float,
+        metavar="SECONDS",
+        help="print each DynamoDB operation's count and time under the lock this often",
+    )
+    parser.add_argument(
+        "--log-requests",
+        action="store_true",
+        help="log every request (werkzeug's access log; off by default: at hundreds of requests a "
+        "second the log lines cost the serialised server time of its own)",
+    )
     args = parser.parse_args()
+    if not args.log_requests:
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
     keep_stream_shards_on_rollback()
     if not args.stock_rollback:
         undo_only_touched_items()
     forget_model_instances()
-    app = SerialisedDynamoDB(DomainDispatcherApplication(create_backend_app))
+    stats = LockStats(args.stats_every) if args.stats_every else None
+    if stats is not None:
+        threading.Thread(target=stats.report_forever, daemon=True).start()
+    app = SerialisedDynamoDB(DomainDispatcherApplication(create_backend_app), stats)
     # Race tests open hundreds of connections at once; werkzeug's default listen backlog (128)
     # overflows and clients see connect timeouts. The kernel caps this at net.core.somaxconn.
     serving.ThreadedWSGIServer.request_queue_size = 4096

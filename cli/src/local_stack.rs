@@ -201,6 +201,8 @@ impl LocalStack {
         let moto = Command::new(cache.venv_python())
             .arg(&scripts.moto_server)
             .args(["--port", &ports.moto.to_string()])
+            // Where the serialised emulator's time goes, every 10 s, in its log.
+            .args(["--stats-every", "10"])
             .stdin(Stdio::null())
             .stdout(log_file)
             .stderr(log_copy)

@@ -113,7 +113,7 @@ async fn iterator(
             .sequence_number(sequence),
         Position::Latest => request.shard_iterator_type(ShardIteratorType::Latest),
         // An iterator kept from the last (empty) read is used as it is.
-        Position::Following(iterator) => return Ok(Some(iterator.clone())),
+        Position::Following { iterator, .. } => return Ok(Some(iterator.clone())),
     };
     Ok(request
         .send()
@@ -192,9 +192,10 @@ impl StreamHandler for AvailabilityStream {
 
 /// Follows the stream from its start, handing each new batch to the handler.
 ///
-/// It keeps its place by sequence number and asks for a fresh shard iterator on each pass (the
-/// mapping's own iterators are not exposed to it either), so a failed batch is re-read from its
-/// failed record exactly, and nothing depends on an iterator staying valid between passes.
+/// After a batch delivered whole (or an empty read) it reads on with the iterator the page gave,
+/// as a mapping does; after a failed one it asks for an iterator at the failed record, so the
+/// batch is re-read from there exactly. The shard list is asked for every
+/// [`SHARDS_REFRESH`]: each request costs the serialised emulator time the API needs.
 pub struct StreamPump {
     pub streams: StreamsClient,
     pub stream_arn: String,
@@ -202,6 +203,9 @@ pub struct StreamPump {
     pub poll_every: Duration,
     pub start_at: StartAt,
 }
+
+/// How long a pump trusts the shard list it read.
+const SHARDS_REFRESH: Duration = Duration::from_secs(10);
 
 /// Where a pump starts reading, as an event source mapping's `StartingPosition`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,54 +228,112 @@ enum Position {
     At(String),
     /// Nothing handed over yet: from the records written after the pump started.
     Latest,
-    /// Nothing new yet since `Latest`: the iterator to read next (a `LATEST` iterator asked for
-    /// again would skip what was written meanwhile).
-    Following(String),
+    /// Reading on: the iterator the last page gave (a `LATEST` iterator asked for again would
+    /// skip what was written meanwhile), and the last sequence number delivered, to start again
+    /// from should the iterator be refused.
+    Following {
+        iterator: String,
+        delivered: Option<String>,
+    },
+}
+
+impl Position {
+    /// Where to read from when the iterator of `Following` was refused.
+    fn without_iterator(&self) -> Self {
+        match self {
+            Self::Following {
+                delivered: Some(sequence),
+                ..
+            } => Self::After(sequence.clone()),
+            Self::Following {
+                delivered: None, ..
+            } => Self::Latest,
+            other => other.clone(),
+        }
+    }
+
+    /// The last sequence number delivered, if any.
+    fn delivered(&self) -> Option<String> {
+        match self {
+            Self::After(sequence) => Some(sequence.clone()),
+            Self::Following { delivered, .. } => delivered.clone(),
+            _ => None,
+        }
+    }
 }
 
 impl StreamPump {
     /// Runs until the task is dropped. Errors reading the stream are logged and retried.
     pub async fn run(self) {
         let mut positions: HashMap<String, Position> = HashMap::new();
+        let mut shards: Option<(Vec<String>, tokio::time::Instant)> = None;
         let mut interval = tokio::time::interval(self.poll_every);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             interval.tick().await;
-            if let Err(error) = self.pump_once(&mut positions).await {
+            let known = match shards.take() {
+                Some((ids, at)) if at.elapsed() < SHARDS_REFRESH => Ok((ids, at)),
+                _ => shard_ids(&self.streams, &self.stream_arn)
+                    .await
+                    .map(|ids| (ids, tokio::time::Instant::now())),
+            };
+            let passed = match known {
+                Ok((ids, at)) => {
+                    let passed = self.pump_once(&ids, &mut positions).await;
+                    if passed.is_ok() {
+                        shards = Some((ids, at));
+                    }
+                    passed
+                }
+                Err(error) => Err(error),
+            };
+            if let Err(error) = passed {
                 tracing::warn!(function = self.handler.name(), error = %error, source = ?std::error::Error::source(&error), "stream pump: reading the stream failed; retrying");
             }
         }
     }
 
     /// One pass over every shard: at most one batch from each.
-    async fn pump_once(&self, positions: &mut HashMap<String, Position>) -> Result<(), PumpError> {
-        for shard in shard_ids(&self.streams, &self.stream_arn).await? {
+    async fn pump_once(
+        &self,
+        shards: &[String],
+        positions: &mut HashMap<String, Position>,
+    ) -> Result<(), PumpError> {
+        for shard in shards {
             let start = match self.start_at {
                 StartAt::Oldest => Position::Start,
                 StartAt::Latest => Position::Latest,
             };
             let position = positions.entry(shard.clone()).or_insert(start);
-            let Some(iterator) =
-                iterator(&self.streams, &self.stream_arn, &shard, position).await?
+            let Some(iterator) = iterator(&self.streams, &self.stream_arn, shard, position).await?
             else {
                 continue;
             };
-            let page = self
+            let page = match self
                 .streams
                 .get_records()
                 .shard_iterator(iterator)
                 .send()
                 .await
-                .map_err(|source| PumpError::GetRecords(Box::new(source)))?;
+            {
+                Ok(page) => page,
+                Err(source) => {
+                    *position = position.without_iterator();
+                    return Err(PumpError::GetRecords(Box::new(source)));
+                }
+            };
             let Some(last) = page
                 .records()
                 .last()
                 .and_then(|record| record.dynamodb())
                 .and_then(|change| change.sequence_number())
             else {
-                if matches!(position, Position::Latest | Position::Following(_)) {
+                if matches!(position, Position::Latest | Position::Following { .. }) {
                     if let Some(next) = page.next_shard_iterator() {
-                        *position = Position::Following(next.to_owned());
+                        *position = Position::Following {
+                            iterator: next.to_owned(),
+                            delivered: position.delivered(),
+                        };
                     }
                 }
                 continue;
@@ -282,7 +344,16 @@ impl StreamPump {
                 .iter()
                 .map(|record| lambda_record(record, &self.stream_arn))
                 .collect::<Result<Vec<_>, _>>()?;
-            *position = self.deliver(records, last).await;
+            *position = match (
+                self.deliver(records, last).await,
+                page.next_shard_iterator(),
+            ) {
+                (Position::After(sequence), Some(next)) => Position::Following {
+                    iterator: next.to_owned(),
+                    delivered: Some(sequence),
+                },
+                (position, _) => position,
+            };
         }
         Ok(())
     }

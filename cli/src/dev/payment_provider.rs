@@ -17,8 +17,11 @@ use serde_json::json;
 
 use super::api_gateway::error;
 
-/// How many times a webhook is sent before the provider gives up on it.
-const DELIVERY_ATTEMPTS: u32 = 6;
+/// How long the provider keeps sending a webhook Lineup answers with a 5xx (or not at all).
+/// Real providers keep at it for days (Stripe: three); ten minutes covers any local stall.
+const DELIVERY_PATIENCE: Duration = Duration::from_secs(600);
+/// The longest pause between two sendings (the pause doubles from half a second).
+const LONGEST_PAUSE: Duration = Duration::from_secs(30);
 
 #[derive(Clone)]
 pub struct PaymentProvider {
@@ -86,7 +89,8 @@ impl PaymentProvider {
                 (self.clone(), url.clone(), body.clone(), payment_id.clone());
             async move {
                 let mut wait = Duration::from_millis(500);
-                for attempt in 1..=DELIVERY_ATTEMPTS {
+                let first = tokio::time::Instant::now();
+                for attempt in 1.. {
                     let signature = provider.secret.sign(SystemTime::now(), body.as_bytes());
                     let sent = provider
                         .client
@@ -122,8 +126,11 @@ impl PaymentProvider {
                             tracing::warn!(payment = %key, attempt, error = %send_error, "payment webhook not delivered; retrying");
                         }
                     }
+                    if first.elapsed() + wait > DELIVERY_PATIENCE {
+                        break;
+                    }
                     tokio::time::sleep(wait).await;
-                    wait *= 2;
+                    wait = (wait * 2).min(LONGEST_PAUSE);
                 }
                 provider.record(&key, |payment| payment.status = "failed");
             }
