@@ -555,3 +555,223 @@ async fn cancelled_transaction_on_a_big_hash_table_leaves_it_as_it_was() {
 async fn cancelled_transaction_on_a_big_hash_and_range_table_leaves_it_as_it_was() {
     cancelled_transaction_leaves_the_table_as_it_was(true).await;
 }
+
+/// The launcher answers a Query without sorting the whole table (one key's items for a table
+/// query; the items carrying the index's key for an index query): the answers must stay what
+/// moto's whole-table way gave, in order, paged, backwards, and after writes.
+#[tokio::test]
+async fn queries_answer_one_key_in_key_order_and_sparse_index_queries_only_indexed_items() {
+    let client = client().await;
+    let (table, _) = seeded_table(&client, 0, true).await;
+    let index = "by-lane";
+    client
+        .update_table()
+        .table_name(&table)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name("lane")
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .unwrap(),
+        )
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name("expires")
+                .attribute_type(ScalarAttributeType::N)
+                .build()
+                .unwrap(),
+        )
+        .global_secondary_index_updates(
+            aws_sdk_dynamodb::types::GlobalSecondaryIndexUpdate::builder()
+                .create(
+                    aws_sdk_dynamodb::types::CreateGlobalSecondaryIndexAction::builder()
+                        .index_name(index)
+                        .key_schema(
+                            KeySchemaElement::builder()
+                                .attribute_name("lane")
+                                .key_type(KeyType::Hash)
+                                .build()
+                                .unwrap(),
+                        )
+                        .key_schema(
+                            KeySchemaElement::builder()
+                                .attribute_name("expires")
+                                .key_type(KeyType::Range)
+                                .build()
+                                .unwrap(),
+                        )
+                        .projection(
+                            aws_sdk_dynamodb::types::Projection::builder()
+                                .projection_type(aws_sdk_dynamodb::types::ProjectionType::All)
+                                .build(),
+                        )
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .expect("add the index");
+    // 300 items over 10 partitions; every fifth is in the index, in lane `s<n % 2>`, expiring
+    // in an order unlike the keys'.
+    let mut written = Vec::new();
+    for n in 0..300u32 {
+        let mut item = Item::from([
+            ("pk".to_owned(), s(&format!("row-{}", n % 10))),
+            ("sk".to_owned(), s(&format!("seat-{n:03}"))),
+        ]);
+        if n % 5 == 0 {
+            item.insert("lane".to_owned(), s(&format!("s{}", n % 2)));
+            item.insert(
+                "expires".to_owned(),
+                AttributeValue::N(((n * 7919) % 1000).to_string()),
+            );
+        }
+        written.push(item);
+    }
+    for chunk in written.chunks(25) {
+        let writes = chunk
+            .iter()
+            .map(|item| {
+                WriteRequest::builder()
+                    .put_request(
+                        PutRequest::builder()
+                            .set_item(Some(item.clone()))
+                            .build()
+                            .unwrap(),
+                    )
+                    .build()
+            })
+            .collect();
+        client
+            .batch_write_item()
+            .request_items(&table, writes)
+            .send()
+            .await
+            .unwrap();
+    }
+    let sks = |items: &[Item]| -> Vec<String> {
+        items
+            .iter()
+            .map(|item| item["sk"].as_s().unwrap().clone())
+            .collect()
+    };
+    let table_query = |pk: &str, forward: bool, limit: Option<i32>| {
+        let (client, table, pk) = (client.clone(), table.clone(), pk.to_owned());
+        async move {
+            let mut items = Vec::new();
+            let mut start = None;
+            loop {
+                let page = client
+                    .query()
+                    .table_name(&table)
+                    .key_condition_expression("pk = :pk")
+                    .expression_attribute_values(":pk", s(&pk))
+                    .scan_index_forward(forward)
+                    .set_limit(limit)
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .unwrap();
+                items.extend(page.items().iter().cloned());
+                start = page.last_evaluated_key().cloned();
+                if start.is_none() {
+                    return items;
+                }
+            }
+        }
+    };
+    let index_query = |lane: &str, below: u32| {
+        let (client, table, lane) = (client.clone(), table.clone(), lane.to_owned());
+        async move {
+            client
+                .query()
+                .table_name(&table)
+                .index_name(index)
+                .key_condition_expression("lane = :lane AND expires < :below")
+                .expression_attribute_values(":lane", s(&lane))
+                .expression_attribute_values(":below", AttributeValue::N(below.to_string()))
+                .send()
+                .await
+                .unwrap()
+                .items()
+                .to_vec()
+        }
+    };
+    let expected_row = |row: u32| -> Vec<String> {
+        let mut sks: Vec<String> = (0..300u32)
+            .filter(|n| n % 10 == row)
+            .map(|n| format!("seat-{n:03}"))
+            .collect();
+        sks.sort();
+        sks
+    };
+    // In index order: expires, then the table's key. `moved` replaces items' (n, expires).
+    let expected_index = |lane: u32, below: u32, skip: &[u32], moved: &[(u32, u32)]| {
+        let mut entries: Vec<(u32, String, String)> = (0..300u32)
+            .filter(|n| n % 5 == 0 && n % 2 == lane && !skip.contains(n))
+            .map(|n| (n, (n * 7919) % 1000))
+            .chain(moved.iter().copied())
+            .map(|(n, expires)| (expires, format!("row-{}", n % 10), format!("seat-{n:03}")))
+            .filter(|(expires, _, _)| *expires < below)
+            .collect();
+        entries.sort();
+        entries.into_iter().map(|(_, _, sk)| sk).collect::<Vec<_>>()
+    };
+
+    assert_eq!(
+        sks(&table_query("row-3", true, None).await),
+        expected_row(3)
+    );
+    let mut backwards = expected_row(3);
+    backwards.reverse();
+    assert_eq!(sks(&table_query("row-3", false, None).await), backwards);
+    assert_eq!(
+        sks(&table_query("row-7", true, Some(7)).await),
+        expected_row(7),
+        "paged"
+    );
+    assert!(table_query("row-99", true, None).await.is_empty());
+    assert_eq!(
+        sks(&index_query("s0", 600).await),
+        expected_index(0, 600, &[], &[])
+    );
+    assert_eq!(
+        sks(&index_query("s1", 1000).await),
+        expected_index(1, 1000, &[], &[])
+    );
+
+    // One leaves the index (its lane removed), one is deleted, one joins: the answers follow.
+    let key = |n: u32| key_of(true, &format!("row-{}", n % 10), &format!("seat-{n:03}"));
+    client
+        .update_item()
+        .table_name(&table)
+        .set_key(Some(key(10)))
+        .update_expression("REMOVE lane")
+        .send()
+        .await
+        .unwrap();
+    client
+        .delete_item()
+        .table_name(&table)
+        .set_key(Some(key(20)))
+        .send()
+        .await
+        .unwrap();
+    client
+        .update_item()
+        .table_name(&table)
+        .set_key(Some(key(12)))
+        .update_expression("SET lane = :lane, expires = :expires")
+        .expression_attribute_values(":lane", s("s0"))
+        .expression_attribute_values(":expires", AttributeValue::N("1".to_owned()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        sks(&index_query("s0", 1000).await),
+        expected_index(0, 1000, &[10, 20], &[(12, 1)])
+    );
+    assert!(!sks(&table_query("row-0", true, None).await).contains(&"seat-020".to_owned()));
+}
