@@ -244,8 +244,7 @@ def query_without_sorting_the_table():
     (hash and range tables keep each key's items together) or, for an index, the items that have
     the index's key attributes (the only ones an index holds), unsorted; moto's own sort of the
     matches then gives the same order as before (its keys end with the table's key, which is
-    unique). Measured at 30,000 items: a table query 870 ms → 5 ms, a sparse index's 917 ms → see
-    BENCHMARKS.md section 7."""
+    unique). Measured: BENCHMARKS.md section 7 (`scripts/moto_query_bench.py`)."""
     query = Table.query
     parameters = inspect.signature(query)
 
@@ -306,6 +305,11 @@ def main():
         help="roll cancelled transactions back with moto's whole-table copies (for comparison)",
     )
     parser.add_argument(
+        "--stock-query",
+        action="store_true",
+        help="answer a Query as stock moto does, sorting the whole table first (for comparison)",
+    )
+    parser.add_argument(
         "--stats-every",
         type=float,
         metavar="SECONDS",
@@ -324,7 +328,8 @@ def main():
     if not args.stock_rollback:
         undo_only_touched_items()
     forget_model_instances()
-    query_without_sorting_the_table()
+    if not args.stock_query:
+        query_without_sorting_the_table()
     stats = LockStats(args.stats_every) if args.stats_every else None
     if stats is not None:
         threading.Thread(target=stats.report_forever, daemon=True).start()
