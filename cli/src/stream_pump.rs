@@ -112,7 +112,7 @@ async fn iterator(
             .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
             .sequence_number(sequence),
         Position::Latest => request.shard_iterator_type(ShardIteratorType::Latest),
-        // An iterator kept from the last (empty) read is used as it is.
+        // The iterator the last page gave is used as it is.
         Position::Following { iterator, .. } => return Ok(Some(iterator.clone())),
     };
     Ok(request
@@ -266,31 +266,34 @@ impl StreamPump {
     /// Runs until the task is dropped. Errors reading the stream are logged and retried.
     pub async fn run(self) {
         let mut positions: HashMap<String, Position> = HashMap::new();
-        let mut shards: Option<(Vec<String>, tokio::time::Instant)> = None;
+        let mut shards = None;
         let mut interval = tokio::time::interval(self.poll_every);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             interval.tick().await;
-            let known = match shards.take() {
-                Some((ids, at)) if at.elapsed() < SHARDS_REFRESH => Ok((ids, at)),
-                _ => shard_ids(&self.streams, &self.stream_arn)
-                    .await
-                    .map(|ids| (ids, tokio::time::Instant::now())),
-            };
-            let passed = match known {
-                Ok((ids, at)) => {
-                    let passed = self.pump_once(&ids, &mut positions).await;
-                    if passed.is_ok() {
-                        shards = Some((ids, at));
-                    }
-                    passed
-                }
-                Err(error) => Err(error),
-            };
-            if let Err(error) = passed {
+            if let Err(error) = self.pass(&mut shards, &mut positions).await {
+                // The shard list too is read again after a failure.
+                shards = None;
                 tracing::warn!(function = self.handler.name(), error = %error, source = ?std::error::Error::source(&error), "stream pump: reading the stream failed; retrying");
             }
         }
+    }
+
+    /// One pass, with the shard list read again when it is older than [`SHARDS_REFRESH`].
+    async fn pass(
+        &self,
+        shards: &mut Option<(Vec<String>, tokio::time::Instant)>,
+        positions: &mut HashMap<String, Position>,
+    ) -> Result<(), PumpError> {
+        let ids = match shards {
+            Some((ids, read_at)) if read_at.elapsed() < SHARDS_REFRESH => ids.clone(),
+            _ => {
+                let ids = shard_ids(&self.streams, &self.stream_arn).await?;
+                *shards = Some((ids.clone(), tokio::time::Instant::now()));
+                ids
+            }
+        };
+        self.pump_once(&ids, positions).await
     }
 
     /// One pass over every shard: at most one batch from each.
