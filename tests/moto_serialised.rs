@@ -302,6 +302,12 @@ async fn seeded_table(client: &Client, seats: usize, range: bool) -> (String, St
             item
         })
         .collect();
+    write_all(client, &name, &items).await;
+    (name, stream_arn)
+}
+
+/// Puts `items` into `table`, 25 to a BatchWriteItem.
+async fn write_all(client: &Client, table: &str, items: &[Item]) {
     for chunk in items.chunks(25) {
         let writes = chunk
             .iter()
@@ -318,12 +324,11 @@ async fn seeded_table(client: &Client, seats: usize, range: bool) -> (String, St
             .collect();
         client
             .batch_write_item()
-            .request_items(&name, writes)
+            .request_items(table, writes)
             .send()
             .await
-            .expect("seed");
+            .expect("write the items");
     }
-    (name, stream_arn)
 }
 
 fn key_of(range: bool, pk: &str, sk: &str) -> Item {
@@ -630,27 +635,7 @@ async fn queries_answer_one_key_in_key_order_and_sparse_index_queries_only_index
         }
         written.push(item);
     }
-    for chunk in written.chunks(25) {
-        let writes = chunk
-            .iter()
-            .map(|item| {
-                WriteRequest::builder()
-                    .put_request(
-                        PutRequest::builder()
-                            .set_item(Some(item.clone()))
-                            .build()
-                            .unwrap(),
-                    )
-                    .build()
-            })
-            .collect();
-        client
-            .batch_write_item()
-            .request_items(&table, writes)
-            .send()
-            .await
-            .unwrap();
-    }
+    write_all(&client, &table, &written).await;
     let sks = |items: &[Item]| -> Vec<String> {
         items
             .iter()
