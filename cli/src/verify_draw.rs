@@ -763,15 +763,6 @@ mod tests {
         reads_every_chunk_through_passing_refusals(3).await;
     }
 
-    /// The same at prefix length 4, a draw of over a million entrants: the same code with 16
-    /// times the requests, about a minute in a debug build. `cargo test -p lineup-cli --lib
-    /// verify_draw -- --ignored` runs it.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[ignore = "65,536 requests: about a minute in a debug build"]
-    async fn a_draw_of_65536_chunks_is_read_in_full() {
-        reads_every_chunk_through_passing_refusals(4).await;
-    }
-
     #[tokio::test]
     async fn an_answer_that_is_not_the_documented_json_is_an_error() {
         let app = Router::new().route("/events/{event}/draw", get(|| async { "<html>" }));
