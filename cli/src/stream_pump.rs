@@ -238,16 +238,15 @@ enum Position {
 }
 
 impl Position {
-    /// Where to read from when the iterator of `Following` was refused.
+    /// Where to read from when the iterator of `Following` is no longer valid (expired, or
+    /// past the stream's trim): after the last record delivered. With nothing delivered yet
+    /// there is nothing better than trying the iterator again.
     fn without_iterator(&self) -> Self {
         match self {
             Self::Following {
                 delivered: Some(sequence),
                 ..
             } => Self::After(sequence.clone()),
-            Self::Following {
-                delivered: None, ..
-            } => Self::Latest,
             other => other.clone(),
         }
     }
@@ -321,7 +320,16 @@ impl StreamPump {
             {
                 Ok(page) => page,
                 Err(source) => {
-                    *position = position.without_iterator();
+                    // A failed read (a timeout, a stalled emulator) keeps its place: the same
+                    // iterator is tried again, so nothing written meanwhile is skipped. Only an
+                    // iterator the stream refuses is given up, for one after the last delivery.
+                    let refused = source.as_service_error().is_some_and(|error| {
+                        error.is_expired_iterator_exception()
+                            || error.is_trimmed_data_access_exception()
+                    });
+                    if refused {
+                        *position = position.without_iterator();
+                    }
                     return Err(PumpError::GetRecords(Box::new(source)));
                 }
             };
@@ -331,13 +339,13 @@ impl StreamPump {
                 .and_then(|record| record.dynamodb())
                 .and_then(|change| change.sequence_number())
             else {
-                if matches!(position, Position::Latest | Position::Following { .. }) {
-                    if let Some(next) = page.next_shard_iterator() {
-                        *position = Position::Following {
-                            iterator: next.to_owned(),
-                            delivered: position.delivered(),
-                        };
-                    }
+                // Nothing new: read on from here next time (a `LATEST` iterator asked for again
+                // would skip what was written meanwhile).
+                if let Some(next) = page.next_shard_iterator() {
+                    *position = Position::Following {
+                        iterator: next.to_owned(),
+                        delivered: position.delivered(),
+                    };
                 }
                 continue;
             };

@@ -132,7 +132,12 @@ impl PaymentProvider {
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(LONGEST_PAUSE);
                 }
-                provider.record(&key, |payment| payment.status = "failed");
+                // Another copy of the webhook may have been answered meanwhile.
+                provider.record(&key, |payment| {
+                    if payment.status == "processing" {
+                        payment.status = "failed";
+                    }
+                });
             }
         };
         if twice {
