@@ -726,3 +726,96 @@ async fn a_pump_started_at_latest_skips_what_was_there_and_misses_nothing_after(
     let expected: Vec<String> = after.iter().map(|e| e.outbox_id.clone()).collect();
     assert_eq!(*publisher.published.lock().unwrap(), expected);
 }
+
+/// Fails every GetRecords while switched on, as a stalled emulator or a network fault would.
+#[derive(Debug, Clone, Default)]
+struct UnreadableStream(Arc<std::sync::atomic::AtomicBool>);
+
+impl aws_smithy_runtime_api::client::interceptors::Intercept for UnreadableStream {
+    fn name(&self) -> &'static str {
+        "UnreadableStream"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef<'_>,
+        _components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
+        _cfg: &mut aws_smithy_types::config_bag::ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        let target = context
+            .request()
+            .headers()
+            .get("x-amz-target")
+            .unwrap_or("");
+        if self.0.load(std::sync::atomic::Ordering::SeqCst) && target.ends_with("GetRecords") {
+            return Err("the stream cannot be read just now".into());
+        }
+        Ok(())
+    }
+}
+
+/// A pump at LATEST whose reads fail for a while (after it has taken its place) loses nothing
+/// written meanwhile: it keeps its iterator and reads on from it once reads work again. (It once
+/// fell back to a fresh LATEST iterator and skipped those records, leaving the seat map wrong.)
+#[tokio::test]
+async fn a_pump_whose_reads_fail_for_a_while_misses_nothing_written_meanwhile() {
+    let outbox = fresh_outbox().await;
+    write_outbox(&outbox, &outbox_events(3)).await;
+    let publisher = Arc::new(FailsAtFirst {
+        outbox_id: String::new(),
+        failures: Mutex::new(0),
+        published: Mutex::default(),
+        attempts: Mutex::default(),
+    });
+    let unreadable = UnreadableStream::default();
+    let streams = lineup_tests::aws::dynamodb_streams().await;
+    let streams = aws_sdk_dynamodbstreams::Client::from_conf(
+        streams
+            .config()
+            .to_builder()
+            .interceptor(unreadable.clone())
+            .build(),
+    );
+    let pump = lineup_cli::stream_pump::StreamPump {
+        streams,
+        stream_arn: outbox.stream_arn.clone(),
+        handler: Arc::new(lineup_cli::stream_pump::OutboxStream(publisher.clone())),
+        poll_every: Duration::from_millis(5),
+        start_at: lineup_cli::stream_pump::StartAt::Latest,
+    };
+    let running = tokio::spawn(pump.run());
+    // It takes its place (empty reads), then reads fail while records are written.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    unreadable
+        .0
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let during = outbox_events(5);
+    for event in &during {
+        write_outbox(&outbox, std::slice::from_ref(event)).await;
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        publisher.published.lock().unwrap().is_empty(),
+        "nothing read while reads fail"
+    );
+    unreadable
+        .0
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let after = outbox_events(2);
+    write_outbox(&outbox, &after).await;
+    let expected: Vec<String> = during
+        .iter()
+        .chain(&after)
+        .map(|event| event.outbox_id.clone())
+        .collect();
+    for _ in 0..200 {
+        if publisher.published.lock().unwrap().len() >= expected.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    running.abort();
+    assert_eq!(*publisher.published.lock().unwrap(), expected);
+}
