@@ -642,57 +642,34 @@ async fn queries_answer_one_key_in_key_order_and_sparse_index_queries_only_index
             .map(|item| item["sk"].as_s().unwrap().clone())
             .collect()
     };
+    // Every page (the SDK's paginator follows LastEvaluatedKey).
     let table_query = |pk: &str, forward: bool, limit: Option<i32>| {
-        let (client, table, pk) = (client.clone(), table.clone(), pk.to_owned());
-        async move {
-            let mut items = Vec::new();
-            let mut start = None;
-            loop {
-                let page = client
-                    .query()
-                    .table_name(&table)
-                    .key_condition_expression("pk = :pk")
-                    .expression_attribute_values(":pk", s(&pk))
-                    .scan_index_forward(forward)
-                    .set_limit(limit)
-                    .set_exclusive_start_key(start)
-                    .send()
-                    .await
-                    .unwrap();
-                items.extend(page.items().iter().cloned());
-                start = page.last_evaluated_key().cloned();
-                if start.is_none() {
-                    return items;
-                }
-            }
-        }
+        client
+            .query()
+            .table_name(&table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(pk))
+            .scan_index_forward(forward)
+            .set_limit(limit)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<Item>, _>>()
     };
     // Paged three at a time, so the index's pagination (by index key, then table key) is used.
     let index_query = |lane: &str, below: u32| {
-        let (client, table, lane) = (client.clone(), table.clone(), lane.to_owned());
-        async move {
-            let mut items = Vec::new();
-            let mut start = None;
-            loop {
-                let page = client
-                    .query()
-                    .table_name(&table)
-                    .index_name(index)
-                    .key_condition_expression("lane = :lane AND expires < :below")
-                    .expression_attribute_values(":lane", s(&lane))
-                    .expression_attribute_values(":below", AttributeValue::N(below.to_string()))
-                    .limit(3)
-                    .set_exclusive_start_key(start)
-                    .send()
-                    .await
-                    .unwrap();
-                items.extend(page.items().iter().cloned());
-                start = page.last_evaluated_key().cloned();
-                if start.is_none() {
-                    return items;
-                }
-            }
-        }
+        client
+            .query()
+            .table_name(&table)
+            .index_name(index)
+            .key_condition_expression("lane = :lane AND expires < :below")
+            .expression_attribute_values(":lane", s(lane))
+            .expression_attribute_values(":below", AttributeValue::N(below.to_string()))
+            .limit(3)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<Item>, _>>()
     };
     let expected_row = |row: u32| -> Vec<String> {
         let mut sks: Vec<String> = (0..300u32)
@@ -716,24 +693,27 @@ async fn queries_answer_one_key_in_key_order_and_sparse_index_queries_only_index
     };
 
     assert_eq!(
-        sks(&table_query("row-3", true, None).await),
+        sks(&table_query("row-3", true, None).await.unwrap()),
         expected_row(3)
     );
     let mut backwards = expected_row(3);
     backwards.reverse();
-    assert_eq!(sks(&table_query("row-3", false, None).await), backwards);
     assert_eq!(
-        sks(&table_query("row-7", true, Some(7)).await),
+        sks(&table_query("row-3", false, None).await.unwrap()),
+        backwards
+    );
+    assert_eq!(
+        sks(&table_query("row-7", true, Some(7)).await.unwrap()),
         expected_row(7),
         "paged"
     );
-    assert!(table_query("row-99", true, None).await.is_empty());
+    assert!(table_query("row-99", true, None).await.unwrap().is_empty());
     assert_eq!(
-        sks(&index_query("s0", 600).await),
+        sks(&index_query("s0", 600).await.unwrap()),
         expected_index(0, 600, &[], &[])
     );
     assert_eq!(
-        sks(&index_query("s1", 1000).await),
+        sks(&index_query("s1", 1000).await.unwrap()),
         expected_index(1, 1000, &[], &[])
     );
 
@@ -765,10 +745,10 @@ async fn queries_answer_one_key_in_key_order_and_sparse_index_queries_only_index
         .await
         .unwrap();
     assert_eq!(
-        sks(&index_query("s0", 1000).await),
+        sks(&index_query("s0", 1000).await.unwrap()),
         expected_index(0, 1000, &[10, 20], &[(12, 1)])
     );
-    assert!(!sks(&table_query("row-0", true, None).await).contains(&"seat-020".to_owned()));
+    assert!(!sks(&table_query("row-0", true, None).await.unwrap()).contains(&"seat-020".to_owned()));
 
     // A hash-only table: a Query answers the one item of its key, or none.
     let (hash_only, _) = seeded_table(&client, 30, false).await;

@@ -700,13 +700,11 @@ async fn a_pump_started_at_latest_skips_what_was_there_and_misses_nothing_after(
         published: Mutex::default(),
         attempts: Mutex::default(),
     });
-    let pump = lineup_cli::stream_pump::StreamPump {
-        streams: lineup_tests::aws::dynamodb_streams().await,
-        stream_arn: outbox.stream_arn.clone(),
-        handler: Arc::new(lineup_cli::stream_pump::OutboxStream(publisher.clone())),
-        poll_every: Duration::from_millis(5),
-        start_at: lineup_cli::stream_pump::StartAt::Latest,
-    };
+    let pump = pump_from_latest(
+        &outbox,
+        lineup_tests::aws::dynamodb_streams().await,
+        publisher.clone(),
+    );
     let running = tokio::spawn(pump.run());
     // Several empty passes, then writes one at a time with passes between them.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -776,13 +774,7 @@ async fn a_pump_whose_reads_fail_for_a_while_misses_nothing_written_meanwhile() 
             .interceptor(unreadable.clone())
             .build(),
     );
-    let pump = lineup_cli::stream_pump::StreamPump {
-        streams,
-        stream_arn: outbox.stream_arn.clone(),
-        handler: Arc::new(lineup_cli::stream_pump::OutboxStream(publisher.clone())),
-        poll_every: Duration::from_millis(5),
-        start_at: lineup_cli::stream_pump::StartAt::Latest,
-    };
+    let pump = pump_from_latest(&outbox, streams, publisher.clone());
     let running = tokio::spawn(pump.run());
     // It takes its place (empty reads), then reads fail while records are written.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -818,4 +810,19 @@ async fn a_pump_whose_reads_fail_for_a_while_misses_nothing_written_meanwhile() 
     tokio::time::sleep(Duration::from_millis(300)).await;
     running.abort();
     assert_eq!(*publisher.published.lock().unwrap(), expected);
+}
+
+/// A pump over the outbox's stream from LATEST, polling every 5 ms, publishing to `publisher`.
+fn pump_from_latest(
+    outbox: &Outbox,
+    streams: aws_sdk_dynamodbstreams::Client,
+    publisher: Arc<FailsAtFirst>,
+) -> lineup_cli::stream_pump::StreamPump {
+    lineup_cli::stream_pump::StreamPump {
+        streams,
+        stream_arn: outbox.stream_arn.clone(),
+        handler: Arc::new(lineup_cli::stream_pump::OutboxStream(publisher)),
+        poll_every: Duration::from_millis(5),
+        start_at: lineup_cli::stream_pump::StartAt::Latest,
+    }
 }
