@@ -250,10 +250,12 @@ async fn after_a_flush_every_ticket_puts_its_holder_back_and_admitted_customers_
     let late = customer(WAITING + 1);
     let joined = body(&join::handle(&sale.queue_api, join_request(&sale.event, &late)).await);
     let late_ticket = joined["queueId"].as_str().unwrap().to_owned();
-    assert_eq!(
-        joined["number"],
-        WAITING as u64 + 1,
-        "numbers never repeat after a restore"
+    // Past every number the lost cache could have handed out (its durable range; this test's
+    // clock stands still, so the range sized by the pace of joins is a large one).
+    let late_number = joined["number"].as_u64().unwrap();
+    assert!(
+        late_number > WAITING as u64,
+        "numbers never repeat after a restore: {late_number}"
     );
     poll::handle(
         &sale.queue_api,
@@ -332,4 +334,484 @@ async fn a_flush_before_opening_keeps_the_pre_queue_and_its_draw() {
             .expect("published");
     assert_eq!(summary.entrants, 50);
     assert_eq!(summary.commitment, commitment_before);
+}
+
+/// The public routes over `queue` (this file's tests run a Redis of their own).
+fn public_api_on(
+    queue: &Arc<RedisQueue>,
+    records: &Arc<lineup::event_records::dynamo::DynamoEventRecords>,
+) -> lineup::http::public::PublicApi {
+    lineup::http::public::PublicApi {
+        seats: Arc::new(queue.availability_board()),
+        board: queue.clone(),
+        draw: records.clone(),
+        layouts: records.clone(),
+        layout_documents: Arc::default(),
+        events: Arc::new(lineup::event_records::known::KnownEvents::new(
+            records.clone(),
+            records.clone(),
+        )),
+    }
+}
+
+fn public_request(route_key: &str, event: &lineup::ids::EventId) -> lambda_http::Request {
+    let mut sample = route(&sample("status.json"), &[("eventId", event.as_str())], None);
+    sample["routeKey"] = route_key.into();
+    sample["requestContext"]["routeKey"] = route_key.into();
+    request(&sample)
+}
+
+/// Joins through the handler, retrying what a client retries (503 with `Retry-After`, without
+/// waiting it out here); the number its answer gave.
+async fn join_number(
+    api: &lineup::http::QueueApi,
+    event: &lineup::ids::EventId,
+    who: &CustomerId,
+) -> (u64, String) {
+    for _ in 0..200 {
+        let response = join::handle(api, join_request(event, who)).await;
+        if response.status() == StatusCode::SERVICE_UNAVAILABLE {
+            assert!(retry_after(&response).is_some(), "a 503 says when to retry");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        assert!(
+            response.status().is_success(),
+            "{who:?}: {}",
+            body(&response)
+        );
+        let answer = body(&response);
+        return (
+            answer["number"].as_u64().expect("a number"),
+            answer["queueId"].as_str().unwrap().to_owned(),
+        );
+    }
+    panic!("{who:?} never got a number");
+}
+
+/// Everyone in `customers` joins at once; what each got.
+async fn join_crowd(
+    api: &lineup::http::QueueApi,
+    event: &lineup::ids::EventId,
+    customers: Vec<CustomerId>,
+) -> Vec<(CustomerId, (u64, String))> {
+    futures::future::join_all(customers.into_iter().map(|who| async move {
+        let number = join_number(api, event, &who).await;
+        (who, number)
+    }))
+    .await
+}
+
+async fn open_now(admin: &EventAdmin<'_>, sale: &OnSale, change: SettingsChange) {
+    admin
+        .open(
+            &sale.event,
+            &change,
+            sale.clock.now() - Duration::from_secs(60),
+        )
+        .await
+        .expect("open");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn numbers_handed_out_just_before_a_loss_are_never_handed_out_again() {
+    logs();
+    let mut server = RedisServer::start();
+    let queue = Arc::new(RedisQueue::new(&server.url(), Duration::from_secs(2)).unwrap());
+    let sale = OnSale::with_seats_on(0, queue.clone()).await;
+    let records = records().await;
+    let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
+    // Nobody is admitted: this is about numbers alone.
+    open_now(
+        &admin,
+        &sale,
+        SettingsChange {
+            max_active: Some(1),
+            rate: Some(1),
+            ..SettingsChange::default()
+        },
+    )
+    .await;
+    let admission = Admission::new(queue.clone()).await;
+    let api = &sale.queue_api;
+    let mut given: BTreeMap<u64, CustomerId> = BTreeMap::new();
+    let mut tickets: BTreeMap<CustomerId, (u64, String)> = BTreeMap::new();
+    let record = |given: &mut BTreeMap<u64, CustomerId>,
+                  tickets: &mut BTreeMap<CustomerId, (u64, String)>,
+                  wave: Vec<(CustomerId, (u64, String))>| {
+        for (who, (number, ticket)) in wave {
+            if let Some(other) = given.insert(number, who.clone()) {
+                panic!("number {number} given to {other:?} and {who:?}");
+            }
+            tickets.insert(who, (number, ticket));
+        }
+    };
+    let crowd = |from: usize, count: usize| (from..from + count).map(customer).collect::<Vec<_>>();
+    let join_all_of = |customers: Vec<CustomerId>| join_crowd(api, &sale.event, customers);
+
+    // 150 join, a tick saves the cursor, 150 more join after it: the numbers the old design
+    // handed out again after a loss.
+    record(&mut given, &mut tickets, join_all_of(crowd(0, 150)).await);
+    admission.tick(&sale.event, sale.clock.now()).await;
+    let wave = join_all_of(crowd(150, 150)).await;
+    let before_loss = wave.iter().map(|(_, (n, _))| *n).max().unwrap();
+    record(&mut given, &mut tickets, wave);
+    assert_eq!(given.len(), 300);
+
+    // FLUSHALL, and a crowd joins at once: the first to find the event missing restores it.
+    sale.clock.advance(Duration::from_secs(1));
+    flush(&server.url()).await;
+    let wave = join_all_of(crowd(300, 200)).await;
+    let lowest_after = wave.iter().map(|(_, (n, _))| *n).min().unwrap();
+    assert!(
+        lowest_after > before_loss,
+        "after the loss numbering starts past every number given ({lowest_after} ≤ {before_loss})"
+    );
+    let before_second_loss = wave.iter().map(|(_, (n, _))| *n).max().unwrap();
+    record(&mut given, &mut tickets, wave);
+
+    // Joins racing a second loss: the server killed and started again empty while 200 join.
+    sale.clock.advance(Duration::from_secs(1));
+    let racing = tokio::spawn({
+        let (api, event) = (sale.queue_api.clone(), sale.event.clone());
+        async move { join_crowd(&api, &event, crowd(500, 200)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    server.stop();
+    server.restart();
+    let wave = racing.await.unwrap();
+    assert!(
+        wave.iter().all(|(_, (n, _))| *n > before_second_loss),
+        "numbers only go up"
+    );
+    record(&mut given, &mut tickets, wave);
+    assert_eq!(given.len(), 700, "every customer has a number of their own");
+
+    // The order of numbers is never changed by a restore: a customer who joined before both
+    // losses presents their ticket and is back at their own number, ahead of everyone after.
+    sale.clock.advance(Duration::from_secs(1));
+    let early = customer(7);
+    let (number, ticket) = tickets[&early].clone();
+    let back = body(&poll::handle(api, poll_request(&sale.event, &early, &ticket)).await);
+    assert_eq!(
+        (back["status"].as_str(), back["number"].as_u64()),
+        (Some("waiting"), Some(number)),
+        "{back}"
+    );
+    assert_eq!(back["position"], 0, "{back}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_customer_called_before_the_loss_claims_after_it_even_past_the_claim_window() {
+    logs();
+    let mut server = RedisServer::start();
+    let queue = Arc::new(RedisQueue::new(&server.url(), Duration::from_secs(2)).unwrap());
+    let sale = OnSale::with_seats_on(0, queue.clone()).await;
+    let records = records().await;
+    let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
+    // Short windows: a 10 s claim, 20 s sessions.
+    open_now(
+        &admin,
+        &sale,
+        SettingsChange {
+            max_active: Some(50),
+            rate: Some(50),
+            claim_seconds: Some(10),
+            session_seconds: Some(20),
+            ..SettingsChange::default()
+        },
+    )
+    .await;
+    let mut tickets = BTreeMap::new();
+    for (who, place) in join_crowd(
+        &sale.queue_api,
+        &sale.event,
+        (0..100).map(customer).collect(),
+    )
+    .await
+    {
+        tickets.insert(who, place);
+    }
+    // The tick calls 1..=50. What the status shows as called is durable before it is shown.
+    let admission = Admission::new(queue.clone()).await;
+    let tick = admission.tick(&sale.event, sale.clock.now()).await;
+    assert_eq!((tick.admitted, tick.status.serving), (50, 50));
+    let stored = records.event(&sale.event).await.unwrap().unwrap();
+    assert!(
+        stored.cursor.serving >= tick.status.serving,
+        "durable {} < shown {}",
+        stored.cursor.serving,
+        tick.status.serving
+    );
+
+    // Nobody has claimed yet. 5 s later Redis dies; an empty one replaces it (a failover to an
+    // empty node), and the outage lasts 35 s: longer than the claim window and the session.
+    sale.clock.advance(Duration::from_secs(5));
+    server.stop();
+    server.restart();
+    sale.clock.advance(Duration::from_secs(35));
+    let restored = admission
+        .tick_after_outage(&sale.event, sale.clock.now())
+        .await;
+    assert_eq!(
+        restored.status.serving, 50,
+        "the called numbers stay called"
+    );
+
+    // 45 s after the call: the window (10 s) and a session (20 s) are over, but the outage
+    // (35 s at least) is added: every called customer claims now.
+    sale.clock.advance(Duration::from_secs(5));
+    for n in 0..100 {
+        let who = customer(n);
+        let (number, ticket) = &tickets[&who];
+        let answer =
+            body(&poll::handle(&sale.queue_api, poll_request(&sale.event, &who, ticket)).await);
+        if *number <= 50 {
+            assert_eq!(answer["status"], "admitted", "{who:?} ({number}): {answer}");
+            let token = answer["accessToken"].as_str().unwrap();
+            assert!(!token.is_empty());
+        } else {
+            assert_eq!(answer["status"], "waiting", "{who:?} ({number}): {answer}");
+            assert_eq!(answer["number"].as_u64(), Some(*number), "{answer}");
+        }
+    }
+    // The next tick calls the rest in number order, after the restored sessions are over.
+    sale.clock.advance(Duration::from_secs(60));
+    let tick = admission.tick(&sale.event, sale.clock.now()).await;
+    assert_eq!((tick.admitted, tick.status.serving), (50, 100));
+
+    // Long after: a called customer who never came back finds their turn over, and asking again
+    // reads nothing durable (the outcome is remembered).
+    let (late_records, reads) = counting_records().await;
+    let late_api = lineup::http::QueueApi {
+        restorer: Arc::new(lineup::place_restore::Restorer::new(
+            queue.clone(),
+            late_records.clone(),
+            late_records,
+        )),
+        ..sale.queue_api.clone()
+    };
+    server.stop();
+    server.restart();
+    sale.clock.advance(Duration::from_secs(600));
+    // Number 60 was called at the last tick; its window (30 s) was long over before this loss.
+    let (who, (_, ticket)) = tickets.iter().find(|(_, (n, _))| *n == 60).unwrap();
+    let mut answers = Vec::new();
+    for _ in 0..20 {
+        let response = poll::handle(&late_api, poll_request(&sale.event, who, ticket)).await;
+        // The first request on the connection to the replaced server fails: retried.
+        if response.status() != StatusCode::SERVICE_UNAVAILABLE {
+            answers.push(body(&response)["status"].clone());
+        }
+    }
+    assert!(answers.len() >= 18, "{answers:?}");
+    assert!(
+        answers.iter().all(|status| status == "expired"),
+        "{answers:?}"
+    );
+    let reads = reads.take();
+    assert!(
+        reads.values().sum::<u64>() <= 2,
+        "one restore read (and one draw lookup at most), not one per poll: {reads:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn with_the_cache_empty_no_route_says_the_event_does_not_exist_and_close_works() {
+    logs();
+    let server = RedisServer::start();
+    let queue = Arc::new(RedisQueue::new(&server.url(), Duration::from_secs(2)).unwrap());
+    let sale = OnSale::with_seats_on(40, queue.clone()).await;
+    let records = records().await;
+    let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
+    open_now(
+        &admin,
+        &sale,
+        SettingsChange {
+            max_active: Some(10),
+            rate: Some(10),
+            ..SettingsChange::default()
+        },
+    )
+    .await;
+    let public = public_api_on(&queue, &records);
+    let admission = Admission::new(queue.clone()).await;
+    // Two shoppers admitted, the seat map built, the status published.
+    let tokens = sale.admit(&[customer(1), customer(2)]).await;
+    sale.sync_availability().await;
+    admission.tick(&sale.event, sale.clock.now()).await;
+    let status = |route: &'static str| {
+        let public = public.clone();
+        let event = sale.event.clone();
+        async move { lineup::http::public::handle(&public, public_request(route, &event)).await }
+    };
+    assert_eq!(status("GET /events/{eventId}/status").await.status(), 200);
+    assert_eq!(status("GET /events/{eventId}/seats").await.status(), 200);
+    let queue_before = redis_hash(&server.url(), &EventKeys::new(&sale.event).settings).await;
+
+    sale.clock.advance(Duration::from_secs(1));
+    flush(&server.url()).await;
+    let public = public_api_on(&queue, &records);
+    let status = |route: &'static str| {
+        let public = public.clone();
+        let event = sale.event.clone();
+        async move { lineup::http::public::handle(&public, public_request(route, &event)).await }
+    };
+
+    // The public routes: 503 with Retry-After (cached a second), or the answer rebuilt from the
+    // durable layout; never 404 for an event that exists.
+    let answer = status("GET /events/{eventId}/status").await;
+    assert_eq!(
+        (answer.status().as_u16(), error_code(&answer).as_str()),
+        (503, "queue_recovering"),
+        "{}",
+        body(&answer)
+    );
+    assert!(retry_after(&answer).is_some());
+    let answer = status("GET /events/{eventId}/seats").await;
+    assert_eq!(
+        (answer.status().as_u16(), error_code(&answer).as_str()),
+        (503, "availability_rebuilding")
+    );
+    assert!(retry_after(&answer).is_some());
+    assert_eq!(status("GET /events/{eventId}/layout").await.status(), 302);
+    // A made-up event is still 404.
+    let made_up = fresh_event();
+    let unknown = lineup::http::public::handle(
+        &public,
+        public_request("GET /events/{eventId}/status", &made_up),
+    )
+    .await;
+    assert_eq!(unknown.status(), 404);
+
+    // Holds with a token from before the loss: best available waits for the seat map (503);
+    // the token's admission is put back from the token itself once the event is restored.
+    let best = sale.hold_best(&customer(1), &tokens[0], "Stalls", 1).await;
+    assert_ne!(best.status(), 404, "{}", body(&best));
+    assert_eq!(best.status(), 503, "{}", body(&best));
+    assert!(retry_after(&best).is_some());
+    let before_restore = sale.hold(&customer(2), &tokens[1], &[seat(2)]).await;
+    assert_eq!(before_restore.status(), 503, "{}", body(&before_restore));
+    admission.tick(&sale.event, sale.clock.now()).await;
+    let held = sale.hold(&customer(2), &tokens[1], &[seat(2)]).await;
+    assert_eq!(held.status(), StatusCode::CREATED, "{}", body(&held));
+    // Once only: the same token after the admission is ended (its customer left) opens nothing.
+    assert_eq!(
+        status("GET /events/{eventId}/status").await.status(),
+        200,
+        "the status is back with the next tick"
+    );
+
+    // The operator closes the event whose cache was lost (here: lost again).
+    flush(&server.url()).await;
+    admin
+        .close(&sale.event, sale.clock.now())
+        .await
+        .expect("close works on an event the cache lost");
+    let restored = redis_hash(&server.url(), &EventKeys::new(&sale.event).settings).await;
+    assert_eq!(restored["state"], "closed");
+    let numbers = |hash: &BTreeMap<String, String>| -> u64 {
+        hash.get("next_number")
+            .map(|n| n.parse().unwrap())
+            .unwrap_or(0)
+    };
+    assert!(
+        numbers(&restored) >= numbers(&queue_before),
+        "closing re-loaded the event, not a fresh one numbering from 0"
+    );
+    let refused = join::handle(&sale.queue_api, join_request(&sale.event, &customer(9))).await;
+    assert_eq!(refused.status(), StatusCode::CONFLICT, "{}", body(&refused));
+    let closed = body(&status("GET /events/{eventId}/status").await);
+    assert_eq!(closed["state"], "closed", "{closed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crowd_coming_back_after_a_loss_costs_a_bounded_number_of_durable_reads() {
+    logs();
+    let server = RedisServer::start();
+    let queue = Arc::new(RedisQueue::new(&server.url(), Duration::from_secs(2)).unwrap());
+    let sale = OnSale::with_seats_on(0, queue.clone()).await;
+    let records = records().await;
+    let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
+    open_now(
+        &admin,
+        &sale,
+        SettingsChange {
+            max_active: Some(100),
+            rate: Some(100),
+            ..SettingsChange::default()
+        },
+    )
+    .await;
+    let crowd = join_crowd(
+        &sale.queue_api,
+        &sale.event,
+        (0..500).map(customer).collect(),
+    )
+    .await;
+    let admission = Admission::new(queue.clone()).await;
+    admission.tick(&sale.event, sale.clock.now()).await;
+    sale.clock.advance(Duration::from_secs(2));
+    flush(&server.url()).await;
+
+    // Four instances, each with its own memory, over a client that counts DynamoDB requests;
+    // the whole crowd polls at once, spread over them, then again.
+    let (counted, reads) = counting_records().await;
+    let instances: Vec<lineup::http::QueueApi> = (0..4)
+        .map(|_| lineup::http::QueueApi {
+            restorer: Arc::new(lineup::place_restore::Restorer::new(
+                queue.clone(),
+                counted.clone(),
+                counted.clone(),
+            )),
+            ..sale.queue_api.clone()
+        })
+        .collect();
+    let event = &sale.event;
+    let poll_all = || {
+        futures::future::join_all(crowd.iter().enumerate().map(|(i, (who, (_, ticket)))| {
+            let api = &instances[i % instances.len()];
+            async move {
+                loop {
+                    let response = poll::handle(api, poll_request(event, who, ticket)).await;
+                    if response.status() != StatusCode::SERVICE_UNAVAILABLE {
+                        return body(&response);
+                    }
+                    assert_eq!(error_code(&response), "queue_recovering");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }))
+    };
+    let first = poll_all().await;
+    assert!(
+        first
+            .iter()
+            .all(|answer| answer["status"] == "waiting" || answer["status"] == "admitted"),
+        "everyone is back"
+    );
+    let first_reads: u64 = reads.take().values().sum();
+    let second = poll_all().await;
+    let second_reads: u64 = reads.take().values().sum();
+    // One restore read for the event (whoever took the duty), then at most one record read per
+    // instance; nothing per customer.
+    assert!(
+        first_reads <= 1 + instances.len() as u64,
+        "{first_reads} reads for 500 polls on 4 instances"
+    );
+    assert_eq!(second_reads, 0, "polling again reads nothing durable");
+    assert_eq!(second.len(), 500);
+}
+
+async fn redis_hash(url: &str, key: &str) -> BTreeMap<String, String> {
+    let mut redis = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    redis::cmd("HGETALL")
+        .arg(key)
+        .query_async(&mut redis)
+        .await
+        .unwrap()
 }

@@ -224,6 +224,7 @@ async fn healthy() {
         )
         .await
         .unwrap();
+    lineup_tests::allow_numbers(&queue, &event).await;
     for n in 100..103 {
         WaitingLine::join(queue.as_ref(), &event, &customer(n), SystemTime::now())
             .await

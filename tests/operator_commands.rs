@@ -166,10 +166,17 @@ async fn open_set_and_close_change_what_they_name() {
     assert_eq!(opened.state, QueueState::Open);
     assert_eq!((opened.max_active, opened.admit_per_second), (7, 3));
     assert_eq!(queue.settings(&sale.event).await.unwrap(), Some(opened));
-    queue
-        .join(&sale.event, &customer(9), now)
-        .await
-        .expect("join when open");
+    let joined = lineup::http::join::handle(
+        &sale.queue_api,
+        lineup_tests::join_request(&sale.event, &customer(9)),
+    )
+    .await;
+    assert_eq!(
+        joined.status(),
+        201,
+        "join when open: {}",
+        lineup_tests::body(&joined)
+    );
 
     let unknown = lineup_tests::fresh_event();
     let missing = admin.set(&unknown, &change(Some(1), None), now).await;

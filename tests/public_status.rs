@@ -28,8 +28,12 @@ async fn public_api(queue: Arc<RedisQueue>) -> PublicApi {
         seats: Arc::new(queue.availability_board()),
         board: queue,
         draw: records.clone(),
-        layouts: records,
+        layouts: records.clone(),
         layout_documents: Arc::default(),
+        events: Arc::new(lineup::event_records::known::KnownEvents::new(
+            records.clone(),
+            records,
+        )),
     }
 }
 

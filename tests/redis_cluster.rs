@@ -61,6 +61,7 @@ async fn the_whole_queue_cycle_works_on_a_cluster_across_shards() {
             .configure(event, &settings, &lineup::draw::DrawSeed::generate())
             .await
             .expect("configure");
+        allow_numbers(&queue, event).await;
         for n in 0..10 {
             queue.join(event, &customer(n), now).await.expect("join");
         }

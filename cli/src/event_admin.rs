@@ -9,12 +9,12 @@
 use std::time::{Duration, SystemTime};
 
 use lineup::clock::unix_millis;
-use lineup::event_records::{AuditEntry, AuditLog, EventRecords};
+use lineup::event_records::{AdmissionCursor, AuditEntry, AuditLog, EventRecords};
 use lineup::event_settings::{EventSettings, QueueState};
 use lineup::ids::EventId;
 use lineup::layout::SeatLayout;
 use lineup::ledger::dynamo::DynamoLedger;
-use lineup::queue::{Admitter, EventSettingsStore};
+use lineup::queue::{Admitter, EventSettingsStore, PlaceRestorer};
 use lineup::seeding::{SeedOutcome, Seeding};
 use lineup::LineupError;
 
@@ -165,6 +165,8 @@ pub struct EventAdmin<'a> {
     pub admitter: &'a dyn Admitter,
     /// The durable record (the truth; the cache is re-loaded from it).
     pub records: &'a dyn EventRecords,
+    /// Re-loads an event the cache lost before changing it (never a fresh start at number 0).
+    pub restorer: &'a dyn PlaceRestorer,
     pub audit: &'a dyn AuditLog,
     /// Who is making the change, for the audit trail.
     pub operator: String,
@@ -182,6 +184,7 @@ impl<'a> EventAdmin<'a> {
             store: queue,
             admitter: queue,
             records,
+            restorer: queue,
             audit: records,
             operator: operator.into(),
         }
@@ -214,7 +217,9 @@ impl EventAdmin<'_> {
             .ok_or_else(|| AdminError::UnknownEvent(event.as_str().to_owned()))
     }
 
-    /// Writes `settings` everywhere, publishes the status and records the change.
+    /// Writes `settings` everywhere, publishes the status and records the change. An existing
+    /// event the cache lost is re-loaded from its record first (its cursor, its number ceiling,
+    /// the restore mark that lets customers' tickets put them back), then changed.
     async fn apply(
         &self,
         event: &EventId,
@@ -227,6 +232,16 @@ impl EventAdmin<'_> {
             .records
             .save_settings(event, settings, closed_reason)
             .await?;
+        if self.store.settings(event).await?.is_none() {
+            if let Some(record) = self.records.event(event).await? {
+                let existed = record.cursor != AdmissionCursor::default()
+                    || record.number_ceiling > 0
+                    || !self.audit.history(event).await?.is_empty();
+                if existed && self.restorer.restore_event(event, &record, now).await? {
+                    tracing::warn!(event = %event, "the cache had lost the event: re-loaded from DynamoDB before the change");
+                }
+            }
+        }
         self.store.configure(event, settings, &seed).await?;
         if settings.state == QueueState::Closed {
             self.store
@@ -235,7 +250,7 @@ impl EventAdmin<'_> {
         }
         // A closed or paused event's status must say so now, not at the next tick (a closed one
         // gets no more ticks).
-        if let Err(error) = self.admitter.admit_tick(event, now).await {
+        if let Err(error) = self.admitter.publish_tick(event, now).await {
             tracing::warn!(event = %event, error = %error, "could not publish the status");
         }
         self.record(

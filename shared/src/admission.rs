@@ -3,10 +3,13 @@
 //! head of every open event's queue. Cap and rate are enforced inside the Redis script, so two
 //! overlapping invocations (EventBridge delivers at least once) admit no more than one would.
 //!
-//! Each tick, per event, also: publishes the public status (the adapter does, with the tick);
-//! saves the admission cursor to DynamoDB when it moved (one write at most); runs the pre-queue
-//! draw once the pre-queue has closed; and, for an event open in DynamoDB that the cache has
-//! lost, raises `EventMissingInCache` and re-loads it.
+//! Each tick, per event: asks the cache how far admission would go now (a plan), saves that as
+//! the admission cursor in DynamoDB (one write, when it moved), then admits up to what was saved,
+//! so a number the status shows as called is durably called and survives any cache loss; the
+//! adapter publishes the public status with the tick. It also runs the pre-queue draw once the
+//! pre-queue has closed (its numbers made durable before it is published), and, for an event
+//! open in DynamoDB that the cache has lost, raises `EventMissingInCache` and re-loads it. If
+//! DynamoDB cannot take the cursor, admission waits (nobody is called past what is durable).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -23,7 +26,7 @@ use crate::event_records::{AdmissionCursor, DrawPublication, EventRecords};
 use crate::event_settings::{EventSettings, QueueState};
 use crate::ids::{CustomerId, EventId};
 use crate::place_restore::Restorer;
-use crate::queue::{Admitter, PreQueueDraw, TickReport};
+use crate::queue::{Admitter, PreQueueDraw, TickMode, TickReport};
 use crate::LineupError;
 
 /// How long one admitter may hold the draw before another may take it over.
@@ -66,8 +69,12 @@ pub struct AdmissionLoop<'a> {
     saved: Mutex<HashMap<EventId, AdmissionCursor>>,
     /// DynamoDB's open events as last read, and when.
     durable: Mutex<Option<(Instant, Vec<EventId>)>>,
-    /// When the seat availability projections were last checked.
+    /// When the seat availability projections were last checked (`None`: check at the next
+    /// tick, as after a restore).
     availability_checked: Mutex<Option<Instant>>,
+    /// Events this invocation ticked and saw open: ticked again even when the cache's list of
+    /// open events was lost with it, so a loss is noticed at the next tick.
+    ticked_open: Mutex<BTreeSet<EventId>>,
 }
 
 impl<'a> AdmissionLoop<'a> {
@@ -79,6 +86,7 @@ impl<'a> AdmissionLoop<'a> {
             saved: Mutex::new(HashMap::new()),
             durable: Mutex::new(None),
             availability_checked: Mutex::new(None),
+            ticked_open: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -126,6 +134,13 @@ impl<'a> AdmissionLoop<'a> {
             .into_iter()
             .collect();
         events.extend(self.durable_open_events().await);
+        events.extend(
+            self.ticked_open
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .cloned(),
+        );
         Ok(events.into_iter().collect())
     }
 
@@ -155,13 +170,14 @@ impl<'a> AdmissionLoop<'a> {
         }
     }
 
-    /// One event's tick: re-load it if the cache lost it, admit, draw if due, save the cursor.
+    /// One event's tick: re-load it if the cache lost it, draw if due, make the plan durable,
+    /// admit up to it.
     pub async fn tick_event(
         &self,
         event: &EventId,
         now: SystemTime,
     ) -> Result<TickReport, LineupError> {
-        let report = match self.ports.admitter.admit_tick(event, now).await {
+        let plan = match self.ports.admitter.tick(event, now, TickMode::Plan).await {
             Err(LineupError::EventNotFound) => {
                 tracing::error!(event = %event, "event open in DynamoDB is missing in the cache");
                 crate::metrics::emit(
@@ -169,29 +185,50 @@ impl<'a> AdmissionLoop<'a> {
                     &[("EventMissingInCache", 1.0, crate::metrics::Unit::Count)],
                 );
                 if !self.ports.restorer.restore_event(event, now).await? {
+                    self.forget(event);
                     return Err(LineupError::EventNotFound);
                 }
-                self.ports.admitter.admit_tick(event, now).await?
+                // The seat map was most likely lost with it: check it at once, not in 10 s.
+                *self
+                    .availability_checked
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = None;
+                self.ports.admitter.tick(event, now, TickMode::Plan).await?
             }
-            report => report?,
+            plan => plan?,
         };
-        // The pre-queue closed: draw it, then admit at once (the draw's numbers come first).
-        let report = if report.needs_draw {
+        // The pre-queue closed: draw it, then plan again (the draw's numbers come first).
+        let plan = if plan.needs_draw {
             self.draw(event, now).await?;
-            self.ports.admitter.admit_tick(event, now).await?
+            self.ports.admitter.tick(event, now, TickMode::Plan).await?
         } else {
-            report
+            plan
         };
-        // DynamoDB trouble must not stop admission: the cursor is saved again next tick.
-        if let Err(error) = self.save_cursor(event, &report, now).await {
-            tracing::warn!(event = %event, error = %error, "could not save the admission cursor");
-        }
+        let up_to = self.make_durable(event, &plan, now).await;
+        let report = self
+            .ports
+            .admitter
+            .tick(event, now, TickMode::Admit { up_to: Some(up_to) })
+            .await?;
         if report.status.state == QueueState::Closed {
+            self.forget(event);
             if let Err(error) = self.record_closing(event, &report).await {
                 tracing::warn!(event = %event, error = %error, "could not record the closing");
             }
+        } else {
+            self.ticked_open
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(event.clone());
         }
         Ok(report)
+    }
+
+    fn forget(&self, event: &EventId) {
+        self.ticked_open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(event);
     }
 
     /// A queue closed in the cache alone (the expiry sweep closes sold-out events there) is
@@ -219,48 +256,74 @@ impl<'a> AdmissionLoop<'a> {
         Ok(())
     }
 
-    /// Saves the cursor if this tick moved it: one write per tick per event at most.
-    async fn save_cursor(
-        &self,
-        event: &EventId,
-        report: &TickReport,
-        now: SystemTime,
-    ) -> Result<(), LineupError> {
+    /// Saves the cursor with the plan's `serving` if it moved (one write per tick per event at
+    /// most) and returns how far admission may call: the plan once it is durable, else what was
+    /// durable before (DynamoDB trouble holds admission back; the next tick tries again).
+    async fn make_durable(&self, event: &EventId, plan: &TickReport, now: SystemTime) -> u64 {
+        let before = match self.durable_cursor(event).await {
+            Ok(cursor) => cursor,
+            Err(error) => {
+                tracing::warn!(event = %event, error = %error, "could not read the admission cursor; admitting nobody this tick");
+                return 0;
+            }
+        };
+        // Checkpoints are kept as long as a restored admission could still be running.
+        let keep = plan.status.claim_window + plan.session + Duration::from_secs(60);
+        let mut after = before.advanced(
+            now,
+            plan.status.serving,
+            plan.status.last_number,
+            plan.status.entrants,
+            plan.drawn,
+            keep,
+        );
+        let moved = after.serving != before.serving
+            || after.entrants != before.entrants
+            || after.drawn != before.drawn
+            || after.checkpoints != before.checkpoints;
+        if !moved {
+            return before.serving;
+        }
+        after.saved_at_ms = Some(crate::clock::unix_millis(now));
+        match self.ports.records.save_cursor(event, &after).await {
+            Ok(()) => {
+                let up_to = after.serving;
+                self.saved
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(event.clone(), after);
+                up_to
+            }
+            Err(error) => {
+                tracing::warn!(event = %event, error = %error, durable = before.serving, "could not save the admission cursor; admitting only up to what is durable");
+                before.serving
+            }
+        }
+    }
+
+    /// The cursor as this admitter last saved it, else (its first tick of the event) as stored.
+    async fn durable_cursor(&self, event: &EventId) -> Result<AdmissionCursor, LineupError> {
         let known = self
             .saved
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(event)
             .cloned();
-        let before = match known {
-            Some(cursor) => cursor,
-            // First tick of this invocation: carry on from what is stored (its checkpoints).
-            None => self
-                .ports
-                .records
-                .event(event)
-                .await?
-                .map(|record| record.cursor)
-                .unwrap_or_default(),
-        };
-        // Checkpoints are kept as long as a restored admission could still be running.
-        let keep = report.status.claim_window + report.session + Duration::from_secs(60);
-        let after = before.advanced(
-            now,
-            report.status.serving,
-            report.status.last_number,
-            report.status.entrants,
-            report.drawn,
-            keep,
-        );
-        if after != before {
-            self.ports.records.save_cursor(event, &after).await?;
+        if let Some(cursor) = known {
+            return Ok(cursor);
         }
+        let cursor = self
+            .ports
+            .records
+            .event(event)
+            .await?
+            .map(|record| record.cursor)
+            .unwrap_or_default();
         self.saved
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(event.clone(), after);
-        Ok(())
+            .insert(event.clone(), cursor.clone());
+        Ok(cursor)
     }
 
     /// The pre-queue draw: number the closed pre-queue, publish it (seed revealed), then put
@@ -285,6 +348,12 @@ impl<'a> AdmissionLoop<'a> {
             .map(|customer| (seed.entrant(&customer), customer))
             .collect();
         let drawn = draw::numbers(&seed, by_entrant.keys().cloned());
+        // The draw hands out numbers 1..=entrants: durable before anyone can see them.
+        ports
+            .restorer
+            .numbers
+            .reserve_through(event, drawn.numbers.len() as u64, now)
+            .await?;
         let (summary, chunks) = draw::publish(&drawn, event, &seed, now);
         ports
             .publication

@@ -143,6 +143,19 @@ pub enum LineupError {
     #[error("seat availability is being rebuilt; try again in a few seconds")]
     AvailabilityRebuilding,
 
+    /// The cache lost this event (a flush, a failover to an empty node) and it is being put
+    /// back from its durable record: the customer's place is kept; retry shortly.
+    #[error("the queue is being restored after an outage; your place is kept: try again in a few seconds")]
+    CacheRecovering,
+
+    /// The queue's durable range of numbers ran out and the next range is being reserved (by
+    /// another request): nothing changed; retry shortly.
+    #[error("the queue is busy handing out numbers; try again in a second")]
+    NumbersExhausted {
+        /// The caller took the duty to reserve the next range.
+        top_up: bool,
+    },
+
     /// The pre-queue draw is not published yet (or there is no such chunk).
     #[error("the draw is not published; it is, in the first seconds after opening")]
     DrawNotPublished,
@@ -194,9 +207,10 @@ impl LineupError {
             | Self::RouteNotFound { .. }
             | Self::DrawNotPublished => StatusCode::NOT_FOUND,
             Self::QueueClosed => StatusCode::CONFLICT,
-            Self::QueueUnavailable(_) | Self::AvailabilityRebuilding => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Self::QueueUnavailable(_)
+            | Self::AvailabilityRebuilding
+            | Self::CacheRecovering
+            | Self::NumbersExhausted { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::QueueFailure(_) | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
@@ -235,6 +249,8 @@ impl LineupError {
             Self::QueueClosed => "queue_closed",
             Self::DrawNotPublished => "draw_not_published",
             Self::AvailabilityRebuilding => "availability_rebuilding",
+            Self::CacheRecovering => "queue_recovering",
+            Self::NumbersExhausted { .. } => "service_unavailable",
             Self::DirectAccessRefused => "direct_access_refused",
             Self::AccessDenied(_) => "access_denied",
             Self::ClaimRequired { .. } => "claim_required",
@@ -292,7 +308,9 @@ impl LineupError {
             Self::QueueUnavailable(_)
             | Self::SeatStoreUnavailable(_)
             | Self::PublishFailed(_)
-            | Self::AvailabilityRebuilding => Some(2),
+            | Self::AvailabilityRebuilding
+            | Self::CacheRecovering => Some(2),
+            Self::NumbersExhausted { .. } => Some(1),
             _ => None,
         }
     }

@@ -54,7 +54,7 @@ impl Expiry<'_> {
                 self.settings.close(&event, true).await?;
                 // A closed event is no longer ticked: one last tick publishes its status (at the
                 // time of the closing, not of the sweep's start, so it is the newest).
-                if let Err(error) = self.events.admit_tick(&event, self.clock.now()).await {
+                if let Err(error) = self.events.publish_tick(&event, self.clock.now()).await {
                     tracing::warn!(event = %event, error = %error, "could not publish the sold-out status");
                 }
                 tracing::info!(event = %event, seats = counts.seats, "sold out: queue closed");

@@ -17,6 +17,7 @@
 //! - [`draw`]: the pre-queue draw, committed before and published after, checkable by anyone.
 //! - [`status`]: the public status document a waiting client reads through the CDN.
 //! - [`queue`]: the queue ports and their Redis adapter (one Lua script per operation).
+//! - [`numbering`]: queue numbers handed out from ranges made durable first, so none is reused.
 //! - [`place_restore`]: after a cache loss, putting an event and its customers back.
 //! - [`ledger`]: seats, holds, orders and payments: the ports and their DynamoDB adapter.
 //! - [`layout`]: an event's sections, rows and seats in order, published under a version.
@@ -53,6 +54,7 @@ pub mod layout_catalogue;
 pub mod ledger;
 pub mod logging;
 pub mod metrics;
+pub mod numbering;
 pub mod outbox;
 pub mod place_restore;
 pub mod queue;

@@ -111,8 +111,12 @@ async fn reads_for_seat_maps(shoppers: usize, seats: usize) {
         seats: Arc::new(queue.availability_board()),
         board: queue,
         draw: records.clone(),
-        layouts: records,
+        layouts: records.clone(),
         layout_documents: Arc::default(),
+        events: Arc::new(lineup::event_records::known::KnownEvents::new(
+            records.clone(),
+            records,
+        )),
     };
     let version = sale.layout.as_ref().unwrap().version().to_owned();
     let read = |route_key: &'static str, version: Option<&str>| {

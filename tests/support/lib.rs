@@ -77,12 +77,28 @@ pub fn customer(n: usize) -> CustomerId {
     CustomerId::parse(&format!("customer-{n:05}")).expect("valid customer id")
 }
 
-/// Creates `event` in Redis only (no durable record), with these settings and a fresh seed.
+/// Creates `event` in Redis only (no durable record), with these settings and a fresh seed,
+/// and numbers allowed as if reserved ([`allow_numbers`]).
 pub async fn configure(queue: &RedisQueue, event: &EventId, settings: EventSettings) {
     queue
         .configure(event, &settings, &DrawSeed::generate())
         .await
         .expect("configure the event");
+    allow_numbers(queue, event).await;
+}
+
+/// Lets the cache hand out numbers up to ten million without reserving them in the events
+/// table, for tests that drive the queue's Redis port alone (joins through `QueueApi` reserve
+/// ranges for real; `tests/cache_loss.rs` checks that).
+pub async fn allow_numbers(queue: &RedisQueue, event: &EventId) {
+    use lineup::queue::NumberRanges;
+    assert!(
+        queue
+            .extend_numbers(event, 10_000_000, 0, SystemTime::now())
+            .await
+            .expect("allow numbers"),
+        "the event is configured"
+    );
 }
 
 /// The events table every test in this process shares (events have unique ids), created on
@@ -134,8 +150,12 @@ pub fn public_api(records: Arc<DynamoEventRecords>) -> lineup::http::public::Pub
         seats: Arc::new(queue.availability_board()),
         board: queue,
         draw: records.clone(),
-        layouts: records,
+        layouts: records.clone(),
         layout_documents: Arc::default(),
+        events: Arc::new(lineup::event_records::known::KnownEvents::new(
+            records.clone(),
+            records,
+        )),
     }
 }
 
@@ -164,6 +184,27 @@ impl Admission {
 
     /// One tick of `event` at `now`: admit, draw if due, publish the status, save the cursor.
     pub async fn tick(&self, event: &EventId, now: SystemTime) -> TickReport {
+        self.try_tick(event, now).await.expect("admit tick")
+    }
+
+    /// A tick just after Redis was replaced: the first request on the old connection fails (as
+    /// the scheduled admitter's would; its next tick goes on), so this tries up to 5 times.
+    pub async fn tick_after_outage(&self, event: &EventId, now: SystemTime) -> TickReport {
+        for _ in 0..4 {
+            match self.try_tick(event, now).await {
+                Ok(report) => return report,
+                Err(error) => eprintln!("tick failed ({error}); the next one goes on"),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        self.tick(event, now).await
+    }
+
+    pub async fn try_tick(
+        &self,
+        event: &EventId,
+        now: SystemTime,
+    ) -> Result<TickReport, lineup::LineupError> {
         let ports = AdmissionPorts {
             availability: None,
             admitter: &*self.queue,
@@ -176,7 +217,6 @@ impl Admission {
         AdmissionLoop::new(ports, &clock, Duration::from_secs(1))
             .tick_event(event, now)
             .await
-            .expect("admit tick")
     }
 }
 
@@ -532,12 +572,13 @@ impl lineup::queue::Admitter for OnlyEvents {
         Ok(self.events.clone())
     }
 
-    async fn admit_tick(
+    async fn tick(
         &self,
         event: &EventId,
         now: SystemTime,
+        mode: lineup::queue::TickMode,
     ) -> Result<lineup::queue::TickReport, lineup::LineupError> {
-        self.queue.admit_tick(event, now).await
+        self.queue.tick(event, now, mode).await
     }
 }
 

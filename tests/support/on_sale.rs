@@ -13,7 +13,7 @@ use lineup::event_records::dynamo::DynamoEventRecords;
 use lineup::event_settings::{EventSettings, QueueState};
 use lineup::http::confirm::{self, ConfirmApi};
 use lineup::http::holds::{self, HoldApi};
-use lineup::http::{poll, QueueApi};
+use lineup::http::{join, poll, QueueApi};
 use lineup::ids::{CustomerId, EventId, SeatId};
 use lineup::layout::SeatLayout;
 use lineup::ledger::dynamo::tables::create_tables;
@@ -181,11 +181,15 @@ impl OnSale {
 
     /// Joins, admits and polls for each customer; returns their access tokens.
     pub async fn admit(&self, customers: &[CustomerId]) -> Vec<String> {
+        // Through the join handler, which reserves the queue's numbers in the events table.
         for customer in customers {
-            self.queue
-                .join(&self.event, customer, self.clock.now())
-                .await
-                .expect("join");
+            let joined =
+                join::handle(&self.queue_api, crate::join_request(&self.event, customer)).await;
+            assert!(
+                joined.status().is_success(),
+                "join: {}",
+                crate::body(&joined)
+            );
         }
         let report = self
             .queue

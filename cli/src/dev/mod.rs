@@ -32,6 +32,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, on, post, MethodFilter};
 use axum::{Json, Router};
 use lineup::clock::SystemClock;
+use lineup::event_records::known::KnownEvents;
 use lineup::http::confirm::ConfirmApi;
 use lineup::http::holds::HoldApi;
 use lineup::http::QueueApi;
@@ -372,8 +373,9 @@ async fn prepare(
             board: line,
             draw: durable.clone(),
             seats: board.clone(),
-            layouts: durable,
+            layouts: durable.clone(),
             layout_documents: Arc::default(),
+            events: Arc::new(KnownEvents::new(durable.clone(), durable)),
         },
         edge: Arc::default(),
     });

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use lambda_http::{run, service_fn, Error, Request};
 use lineup::config::StatusConfig;
+use lineup::event_records::known::KnownEvents;
 use lineup::http::origin::OriginGuard;
 use lineup::http::public::{self, PublicApi};
 use lineup::queue::redis::RedisQueue;
@@ -24,8 +25,9 @@ async fn main() -> Result<(), Error> {
         seats: Arc::new(queue.availability_board()),
         board: Arc::new(queue),
         draw: records.clone(),
-        layouts: records,
+        layouts: records.clone(),
         layout_documents: Arc::default(),
+        events: Arc::new(KnownEvents::new(records.clone(), records)),
     };
     run(service_fn(|request: Request| {
         let (api, origin) = (api.clone(), origin.clone());

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `STATE#SETTINGS` | the settings, the draw seed and its commitment |
 //! | `STATE#CURSOR` | the admission cursor (one write per admit tick at most) |
+//! | `STATE#NUMBERS` | `ceiling`: the highest queue number the cache may hand out (raised a range at a time, before the numbers in it are handed out) |
 //! | `AUDIT#<ms, 15 digits>#<8 hex>` | one operator change |
 //! | `DRAW` | the published draw's summary (JSON, as served) |
 //! | `LAYOUT` | the current seat layout's summary (JSON) |
@@ -22,6 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ReturnValue,
     ScalarAttributeType,
@@ -42,6 +44,7 @@ use crate::LineupError;
 
 const SETTINGS_SK: &str = "STATE#SETTINGS";
 const CURSOR_SK: &str = "STATE#CURSOR";
+const NUMBERS_SK: &str = "STATE#NUMBERS";
 const AUDIT_PREFIX: &str = "AUDIT#";
 const DRAW_SK: &str = "DRAW";
 const CHUNK_SK: &str = "CHUNK";
@@ -203,11 +206,15 @@ impl EventRecords for DynamoEventRecords {
             Some(body) => serde_json::from_str(body).map_err(|_| malformed("cursor"))?,
             None => AdmissionCursor::default(),
         };
+        let number_ceiling = find(NUMBERS_SK)
+            .and_then(|item| number(item, "ceiling"))
+            .unwrap_or(0);
         Ok(Some(EventRecord {
             settings,
             closed_reason,
             seed,
             cursor,
+            number_ceiling,
         }))
     }
 
@@ -305,12 +312,10 @@ impl EventRecords for DynamoEventRecords {
             .item("serving", n(cursor.serving))
             .item("next_number", n(cursor.next_number))
             .item("body", s(body))
-            // Two admitters may save at once: the one further along wins.
-            .condition_expression(
-                "attribute_not_exists(serving) OR (serving <= :serving AND next_number <= :next)",
-            )
+            // Two admitters may save at once: the one further along wins (a refused save leaves a
+            // `serving` at or past this one's, which is all an admitter relies on).
+            .condition_expression("attribute_not_exists(serving) OR serving <= :serving")
             .expression_attribute_values(":serving", n(cursor.serving))
-            .expression_attribute_values(":next", n(cursor.next_number))
             .send()
             .await;
         match result {
@@ -322,6 +327,46 @@ impl EventRecords for DynamoEventRecords {
                 ) =>
             {
                 Ok(())
+            }
+            Err(other) => Err(store_error(other)),
+        }
+    }
+
+    async fn reserve_numbers(&self, event: &EventId, at_least: u64) -> Result<u64, LineupError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", event_pk(event))
+            .key("sk", s(NUMBERS_SK))
+            .update_expression("SET ceiling = :ceiling")
+            .condition_expression("attribute_not_exists(ceiling) OR ceiling < :ceiling")
+            .expression_attribute_values(":ceiling", n(at_least))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(at_least),
+            // Someone reserved further already: that ceiling is durable too.
+            Err(SdkError::ServiceError(service))
+                if matches!(
+                    service.err(),
+                    UpdateItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                let stored = self
+                    .client
+                    .get_item()
+                    .table_name(&self.table)
+                    .key("pk", event_pk(event))
+                    .key("sk", s(NUMBERS_SK))
+                    .consistent_read(true)
+                    .send()
+                    .await
+                    .map_err(store_error)?
+                    .item
+                    .and_then(|item| number(&item, "ceiling"))
+                    .ok_or_else(|| malformed("number ceiling"))?;
+                Ok(stored)
             }
             Err(other) => Err(store_error(other)),
         }

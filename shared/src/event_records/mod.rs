@@ -5,6 +5,7 @@
 //! customer: one write per admit tick per event at most.
 
 pub mod dynamo;
+pub mod known;
 
 use std::time::{Duration, SystemTime};
 
@@ -26,14 +27,19 @@ pub struct EventRecord {
     pub closed_reason: Option<String>,
     pub seed: DrawSeed,
     pub cursor: AdmissionCursor,
+    /// The highest queue number the cache may hand out: reserved here before the cache hands
+    /// out any number up to it, so a restore starts numbering past every number ever given.
+    pub number_ceiling: u64,
 }
 
 /// How far admission has come, saved by the admitter after a tick that moved it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdmissionCursor {
-    /// The highest queue number admitted.
+    /// The highest queue number admission may call: saved before any number up to it is called,
+    /// so it is at or past every number the status ever showed as called.
     pub serving: u64,
-    /// The last queue number handed out.
+    /// The last queue number handed out, as of this save (for information: what bounds numbers
+    /// is [`EventRecord::number_ceiling`]).
     pub next_number: u64,
     /// How many entered the pre-queue, once it closed.
     pub entrants: Option<u64>,
@@ -42,6 +48,9 @@ pub struct AdmissionCursor {
     /// When `serving` reached what: enough to tell when a number was called, for the last
     /// session's length. Oldest first.
     pub checkpoints: Vec<Checkpoint>,
+    /// When this cursor was saved (a cache lost after it: the outage started after this).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_at_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,8 +64,9 @@ pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(5);
 
 impl AdmissionCursor {
     /// When `number` was called, as the checkpoints tell it: the first checkpoint at or past it,
-    /// which is at most [`CHECKPOINT_EVERY`] (and a tick) after the real moment, never before it.
-    /// `None` when it is not called yet, or was called after the last checkpoint (moments ago).
+    /// which is at most [`CHECKPOINT_EVERY`] (and a tick) after the real moment, never before it;
+    /// past the last checkpoint, the save that made it callable. `None` when it is not called
+    /// yet (or, for a cursor saved before saves were timed, called after the last checkpoint).
     pub fn called_at(&self, number: u64) -> Option<SystemTime> {
         if number > self.serving {
             return None;
@@ -64,7 +74,9 @@ impl AdmissionCursor {
         self.checkpoints
             .iter()
             .find(|checkpoint| checkpoint.serving >= number)
-            .map(|checkpoint| from_unix_millis(checkpoint.at_ms))
+            .map(|checkpoint| checkpoint.at_ms)
+            .or(self.saved_at_ms)
+            .map(from_unix_millis)
     }
 
     /// The cursor after a tick: the new counters, and a checkpoint if `serving` moved and the
@@ -100,6 +112,7 @@ impl AdmissionCursor {
             entrants: entrants.or(self.entrants),
             drawn: drawn || self.drawn,
             checkpoints,
+            saved_at_ms: self.saved_at_ms,
         }
     }
 }
@@ -130,12 +143,17 @@ pub trait EventRecords: Send + Sync {
         closed_reason: Option<&str>,
     ) -> Result<DrawSeed, LineupError>;
 
-    /// Saves the cursor unless a newer one (further along) is stored.
+    /// Saves the cursor unless one further along (a higher `serving`) is stored. `Ok` means the
+    /// stored `serving` is at or past `cursor.serving`.
     async fn save_cursor(
         &self,
         event: &EventId,
         cursor: &AdmissionCursor,
     ) -> Result<(), LineupError>;
+
+    /// Raises the event's number ceiling to at least `at_least` and returns the ceiling stored
+    /// (it never goes down). Every queue number is handed out under a ceiling saved here first.
+    async fn reserve_numbers(&self, event: &EventId, at_least: u64) -> Result<u64, LineupError>;
 
     /// Events not closed: the admitter ticks them even if the cache forgot them.
     async fn open_events(&self) -> Result<Vec<EventId>, LineupError>;

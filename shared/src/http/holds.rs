@@ -267,7 +267,17 @@ impl Hold<'_> {
     async fn best_available(&self, section: &str, quantity: usize) -> Result<Order, LineupError> {
         let api = self.api;
         let availability = match api.board.availability(self.event).await? {
-            Projection::NoLayout => return Err(LineupError::EventNotFound),
+            // Lost with the cache (the admitter rebuilds it within seconds), or never seeded.
+            Projection::NoLayout => {
+                let current = api
+                    .catalogue
+                    .current(api.board.as_ref(), api.layouts.as_ref(), self.event)
+                    .await?;
+                return Err(match current {
+                    Some(_) => LineupError::AvailabilityRebuilding,
+                    None => LineupError::EventNotFound,
+                });
+            }
             Projection::Rebuilding(_) => return Err(LineupError::AvailabilityRebuilding),
             Projection::Ready(availability) => availability,
         };

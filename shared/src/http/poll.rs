@@ -61,8 +61,15 @@ async fn standing(
 ) -> Result<Option<Standing>, LineupError> {
     let now = api.clock.now();
     match api.line.standing(event, customer, now).await {
-        Err(LineupError::EventNotFound) if api.restorer.restore_event(event, now).await? => {
-            api.line.standing(event, customer, now).await
+        Err(LineupError::EventNotFound) => {
+            if !api.restorer.restore_event(event, now).await? {
+                return Err(LineupError::EventNotFound);
+            }
+            match api.line.standing(event, customer, now).await {
+                // Lost again at once (a second loss mid-request): the client retries shortly.
+                Err(LineupError::EventNotFound) => Err(LineupError::CacheRecovering),
+                found => found,
+            }
         }
         found => found,
     }
@@ -95,8 +102,14 @@ async fn leave(api: &QueueApi, request: &Request) -> Result<Response<Body>, Line
     let (customer, event, _, _) = own_entry(api, request).await?;
     if api.line.leave(&event, &customer).await? {
         tracing::info!(event = %event, "left the queue");
-        Ok(response::no_content())
-    } else {
-        Err(LineupError::QueueEntryNotFound)
+        return Ok(response::no_content());
+    }
+    // Nothing to leave: the cache may have lost the event (then its place comes back only
+    // when its ticket is presented, so the customer should try again once it is restored).
+    match api.line.standing(&event, &customer, api.clock.now()).await {
+        Err(LineupError::EventNotFound) if api.restorer.exists(&event).await? => {
+            Err(LineupError::CacheRecovering)
+        }
+        _ => Err(LineupError::QueueEntryNotFound),
     }
 }

@@ -15,6 +15,10 @@
 //! Every answer says how long it may be cached, errors included: a 404 for a made-up event is
 //! cached too (5 s), so made-up ids cannot stream to the origin through the CDN; a 503 for 1 s,
 //! so a Redis hiccup does not turn the crowd's reads into a stampede.
+//!
+//! After a cache loss the status, seat map and layout are missing from Redis until the admitter
+//! (or a join or poll) restores them: an event that exists durably (asked of [`KnownEvents`], a
+//! read per instance every few seconds at most) is answered 503 with `Retry-After`, never 404.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -27,6 +31,7 @@ use lambda_http::{Body, Request, RequestExt, Response};
 
 use super::{request, response};
 use crate::availability::{layout_path, AvailabilityBoard, AvailabilityDocument, Projection};
+use crate::event_records::known::KnownEvents;
 use crate::event_records::{DrawPublication, LayoutStore};
 use crate::ids::EventId;
 use crate::queue::StatusBoard;
@@ -51,6 +56,8 @@ pub struct PublicApi {
     pub seats: Arc<dyn AvailabilityBoard>,
     pub layouts: Arc<dyn LayoutStore>,
     pub layout_documents: Arc<LayoutDocuments>,
+    /// Whether an event the cache does not know exists durably (then: 503, not 404).
+    pub events: Arc<KnownEvents>,
 }
 
 /// Layout documents already read, by event and version: they never change. Concurrent misses
@@ -70,6 +77,7 @@ impl LayoutDocuments {
         &self,
         current: &dyn AvailabilityBoard,
         store: &dyn LayoutStore,
+        events: &KnownEvents,
         event: &EventId,
         version: &str,
     ) -> Result<Option<Arc<String>>, LineupError> {
@@ -77,10 +85,14 @@ impl LayoutDocuments {
         if let Some(document) = self.locked().get(&key) {
             return Ok(Some(document.clone()));
         }
-        let summary = current
-            .summary(event)
-            .await?
-            .ok_or(LineupError::EventNotFound)?;
+        let summary = match current.summary(event).await? {
+            Some(summary) => summary,
+            // The seat map was lost with the cache: the durable current layout answers.
+            None => events
+                .current_layout(event)
+                .await?
+                .ok_or(LineupError::EventNotFound)?,
+        };
         if summary.version != version {
             return Ok(None);
         }
@@ -157,14 +169,11 @@ async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, Lin
         _ => None,
     };
     match route_key {
-        Some("GET /events/{eventId}/status") => {
-            let status = api
-                .board
-                .status_json(&event)
-                .await?
-                .ok_or(LineupError::EventNotFound)?;
-            Ok(document(status, &EventStatus::cache_control()))
-        }
+        Some("GET /events/{eventId}/status") => match api.board.status_json(&event).await? {
+            Some(status) => Ok(document(status, &EventStatus::cache_control())),
+            None if api.events.exists(&event).await? => Err(LineupError::CacheRecovering),
+            None => Err(LineupError::EventNotFound),
+        },
         Some("GET /events/{eventId}/draw") => {
             let summary = api
                 .draw
@@ -177,6 +186,10 @@ async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, Lin
             draw_chunk(api, &event, request::path_parameter(request, "prefix")?).await
         }
         Some("GET /events/{eventId}/seats") => match api.seats.availability(&event).await? {
+            // Lost with the cache (the admitter rebuilds it), or never seeded.
+            Projection::NoLayout if api.events.current_layout(&event).await?.is_some() => {
+                Err(LineupError::AvailabilityRebuilding)
+            }
             Projection::NoLayout => Err(LineupError::EventNotFound),
             Projection::Rebuilding(_) => Err(LineupError::AvailabilityRebuilding),
             Projection::Ready(availability) => Ok(document(
@@ -185,11 +198,15 @@ async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, Lin
             )),
         },
         Some("GET /events/{eventId}/layout") => {
-            let summary = api
-                .seats
-                .summary(&event)
-                .await?
-                .ok_or(LineupError::EventNotFound)?;
+            let summary = match api.seats.summary(&event).await? {
+                Some(summary) => summary,
+                // The seat map was lost with the cache: the durable current layout answers.
+                None => api
+                    .events
+                    .current_layout(&event)
+                    .await?
+                    .ok_or(LineupError::EventNotFound)?,
+            };
             let answer = Response::builder()
                 .status(StatusCode::FOUND)
                 .header(LOCATION, layout_path(&event, &summary.version))
@@ -214,7 +231,13 @@ async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, Lin
             }
             let layout = api
                 .layout_documents
-                .get(api.seats.as_ref(), api.layouts.as_ref(), &event, version)
+                .get(
+                    api.seats.as_ref(),
+                    api.layouts.as_ref(),
+                    &api.events,
+                    &event,
+                    version,
+                )
                 .await?
                 .ok_or(LineupError::NotFound(
                     "this event has no such layout version",

@@ -13,10 +13,13 @@ pub struct EventKeys {
     /// HASH: `state` (open, paused, closed), `opens_at_ms`, `max_active`, `admit_per_sec`,
     /// `session_ms`, `claim_ms`, `ticket_limit` (absent: no limit), `draw_seed` (written once,
     /// never changed), `draw_commitment` (its hash, public), `next_number` (the last queue number
-    /// handed out), `entrants` (set when the pre-queue closed: how many were in it), `drawn` (set
+    /// handed out), `number_ceiling` (the highest number that may be handed out: reserved in
+    /// the events table first), `number_block`, `numbers_reserved_at_ms` and
+    /// `numbers_reserved_from` (the last reservation: its size, when, and the counter then, to
+    /// size the next), `entrants` (set when the pre-queue closed: how many were in it), `drawn` (set
     /// once the pre-queue's numbers are in the queue), `seats_left` (as the expiry sweep last
-    /// counted), `closed_reason`, and `restored_at_ms` (set only when the hash was re-loaded from
-    /// DynamoDB after a cache loss).
+    /// counted), `closed_reason`, and, set only when the hash was re-loaded from DynamoDB after a
+    /// cache loss, `restored_at_ms`, `restored_serving` and `restored_lost_since_ms`.
     pub settings: String,
     /// SET of customers who joined before opening (the pre-queue), until it closes.
     pub prequeue: String,
@@ -33,8 +36,13 @@ pub struct EventKeys {
     /// HASH of admission bookkeeping: the rate token bucket (`tokens`, `refilled_at_ms`),
     /// `serving` (the highest queue number admitted so far) and its measured advance.
     pub admission: String,
-    /// SET of customers put back from their tickets after a cache loss (each at most once).
+    /// HASH customer → what was done for them after a cache loss (`placed` from their ticket,
+    /// `expired`, or `token`: re-admitted from their access token), each at most once.
     pub restored: String,
+    /// STRING with a TTL: whoever holds it is re-loading the event from DynamoDB after a loss.
+    pub restore_lock: String,
+    /// STRING with a TTL: whoever holds it is reserving the next range of queue numbers.
+    pub numbers_lock: String,
     /// STRING: the public status document, JSON, written once per admit tick.
     pub status: String,
     /// STRING with a TTL: whoever holds it is running the pre-queue draw.
@@ -63,7 +71,9 @@ impl EventKeys {
             offered: key("offered"),
             active: key("active"),
             admission: key("admission"),
-            restored: key("restored"),
+            restored: key("restored-places"),
+            restore_lock: key("restore-lock"),
+            numbers_lock: key("numbers-lock"),
             status: key("status"),
             draw_lock: key("draw-lock"),
             layout: key("layout"),

@@ -52,6 +52,9 @@ pub struct Joined {
     /// `false` when the customer already had a place (or an admission) and kept it.
     pub newly_queued: bool,
     pub standing: Standing,
+    /// The range of numbers the queue may hand out is running low and this caller took the
+    /// duty to reserve the next one ([`crate::numbering`]).
+    pub top_up_numbers: bool,
 }
 
 /// What one admission tick did for one event, and what the event's public status is after it.
@@ -104,22 +107,42 @@ pub enum RestoredPlace {
     PreQueue,
     /// Their number was called before the loss: admitted, until `expires_at`.
     Admitted { expires_at: SystemTime },
+    /// Their number was called before the loss and their time is over (remembered, so a
+    /// repeat poll needs nothing durable).
+    Expired,
 }
 
 /// Where an event stood when it was re-loaded after a cache loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RestoreContext {
     pub restored_at: SystemTime,
-    /// The highest number called before the loss.
+    /// The highest number called before the loss (as durable: numbers are called only once the
+    /// events table says admission may reach them).
     pub serving: u64,
-    /// The customer asked about was put back already (each is, at most once).
-    pub already_restored: bool,
+    /// The last durable save before the loss: the cache may have been lost any time after it.
+    pub lost_since: Option<SystemTime>,
+    /// What was already done for the customer asked about since the restore (each customer is
+    /// put back at most once).
+    pub done: Option<RestoreDone>,
+}
+
+/// What a restore did for one customer, remembered until the next loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestoreDone {
+    /// Put back from their ticket (in the queue, the pre-queue, or admitted).
+    Placed,
+    /// Their number was called before the loss and their time is over.
+    Expired,
+    /// Re-admitted from their access token.
+    Token,
 }
 
 /// What happened to a restore.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RestoreOutcome {
     Restored,
+    /// Recorded as expired: the customer's turn came and went.
+    Expired,
     /// This customer was already put back once since the loss.
     AlreadyRestored,
     /// The event was not restored, or the ticket is newer than the restore.
@@ -148,12 +171,58 @@ pub trait PlaceRestorer: Send + Sync {
     ) -> Result<RestoreOutcome, LineupError>;
 
     /// Re-loads an event's settings and cursor from its durable record, if they are missing.
-    /// `true` when this call restored them.
+    /// `true` when this call restored them. The record must have been read after the loss was
+    /// seen (its number ceiling covers every number the lost cache handed out).
     async fn restore_event(
         &self,
         event: &EventId,
         record: &crate::event_records::EventRecord,
         now: SystemTime,
+    ) -> Result<bool, LineupError>;
+
+    /// Takes the duty to re-load `event` for a while (`false`: someone else has it), so a crowd
+    /// finding the event missing at once makes one durable read, not one each.
+    async fn lock_restore(
+        &self,
+        event: &EventId,
+        for_how_long: Duration,
+    ) -> Result<bool, LineupError>;
+}
+
+/// The range of queue numbers the cache may hand out, as the cache holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NumberRange {
+    /// The last number handed out.
+    pub next_number: u64,
+    /// The highest number that may be handed out (reserved in the events table first).
+    pub ceiling: u64,
+    /// The size of the last reservation, when it was made, and the counter then.
+    pub block: u64,
+    pub reserved_at: Option<SystemTime>,
+    pub reserved_from: u64,
+}
+
+/// The cache's side of durable number ranges ([`crate::numbering`]).
+#[async_trait]
+pub trait NumberRanges: Send + Sync {
+    /// `None` when the cache does not have the event.
+    async fn number_range(&self, event: &EventId) -> Result<Option<NumberRange>, LineupError>;
+
+    /// Raises the ceiling to `ceiling` (already durable) and frees the top-up duty. `false` when
+    /// the cache does not have the event.
+    async fn extend_numbers(
+        &self,
+        event: &EventId,
+        ceiling: u64,
+        block: u64,
+        now: SystemTime,
+    ) -> Result<bool, LineupError>;
+
+    /// Takes the top-up duty for a while (`false`: someone else has it).
+    async fn lock_numbers(
+        &self,
+        event: &EventId,
+        for_how_long: Duration,
     ) -> Result<bool, LineupError>;
 }
 
@@ -184,14 +253,52 @@ pub trait PreQueueDraw: Send + Sync {
     async fn mark_drawn(&self, event: &EventId) -> Result<(), LineupError>;
 }
 
+/// What a tick does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TickMode {
+    /// Admits nobody: the report's `serving` is where admission would stand after admitting
+    /// now (the admitter makes that durable first).
+    Plan,
+    /// Admits up to the free slots and the rate budget, calling no number past `up_to`
+    /// (`None`: no bound, for tests driving a queue by hand; `Some(0)`: nobody, a tick that only
+    /// publishes the status).
+    Admit { up_to: Option<u64> },
+}
+
 /// The scheduled side: move customers from the head of the queue into the active set.
 #[async_trait]
 pub trait Admitter: Send + Sync {
     async fn open_events(&self) -> Result<Vec<EventId>, LineupError>;
 
-    /// One tick: drop long-lapsed admissions, then admit up to the free slots and the rate budget.
-    async fn admit_tick(&self, event: &EventId, now: SystemTime)
-        -> Result<TickReport, LineupError>;
+    /// One tick: drop long-lapsed admissions, then plan or admit (see [`TickMode`]), and publish
+    /// the event's status.
+    async fn tick(
+        &self,
+        event: &EventId,
+        now: SystemTime,
+        mode: TickMode,
+    ) -> Result<TickReport, LineupError>;
+
+    /// A tick that admits with no durable bound: for tests that drive a queue by hand. The admit
+    /// loop ([`crate::admission`]) never uses it.
+    async fn admit_tick(
+        &self,
+        event: &EventId,
+        now: SystemTime,
+    ) -> Result<TickReport, LineupError> {
+        self.tick(event, now, TickMode::Admit { up_to: None }).await
+    }
+
+    /// A tick that admits nobody: it publishes the status as it is (after an operator's change,
+    /// or the sold-out closing).
+    async fn publish_tick(
+        &self,
+        event: &EventId,
+        now: SystemTime,
+    ) -> Result<TickReport, LineupError> {
+        self.tick(event, now, TickMode::Admit { up_to: Some(0) })
+            .await
+    }
 }
 
 /// A live admission, read in the same step as the event's rules that bind the shopping it allows.
@@ -208,6 +315,9 @@ pub struct LiveAdmission {
 pub trait AdmissionRegistry: Send + Sync {
     /// The admission that expires at `expires_at`, if `customer` still holds it at `now`, with
     /// the event's rules for shopping under it; `None` when it was left, paid, replaced or lapsed.
+    /// After a cache loss, an admission claimed before the restore is put back from the signed
+    /// token that names it (once per customer); while the cache has lost the event,
+    /// [`LineupError::CacheRecovering`].
     async fn live_admission(
         &self,
         event: &EventId,

@@ -16,9 +16,9 @@ use redis::{AsyncCommands, Script};
 use super::connection::RedisConnection;
 use super::keys::{EventKeys, OPEN_EVENTS};
 use super::{
-    AdmissionRegistry, Admitter, EventSettingsStore, Joined, LiveAdmission, PlaceRestorer,
-    PreQueueDraw, RestoreContext, RestoreOutcome, RestoredPlace, Standing, StatusBoard, TickReport,
-    WaitingLine,
+    AdmissionRegistry, Admitter, EventSettingsStore, Joined, LiveAdmission, NumberRange,
+    NumberRanges, PlaceRestorer, PreQueueDraw, RestoreContext, RestoreDone, RestoreOutcome,
+    RestoredPlace, Standing, StatusBoard, TickMode, TickReport, WaitingLine,
 };
 use crate::clock::{from_unix_millis, unix_millis};
 use crate::config::RedisSettings;
@@ -32,6 +32,9 @@ use crate::LineupError;
 
 /// How long a lapsed admission is remembered, so its owner's poll says `expired` rather than 404.
 const FORGET_LAPSED_AFTER: Duration = Duration::from_secs(60 * 60);
+/// How long the join that takes the duty to reserve more numbers keeps it (if it dies, another
+/// join takes it over after this).
+const NUMBERS_TOP_UP_LOCK: Duration = Duration::from_secs(3);
 
 /// The queue scripts, compiled once per process. `Script` sends EVALSHA and loads the script
 /// only when Redis answers NOSCRIPT (after a restart or failover).
@@ -50,6 +53,7 @@ struct Scripts {
     publish_status: Script,
     restore_context: Script,
     set_seats_left: Script,
+    extend_numbers: Script,
 }
 
 impl Scripts {
@@ -69,6 +73,7 @@ impl Scripts {
             publish_status: Script::new(include_str!("scripts/publish_status.lua")),
             restore_context: Script::new(include_str!("scripts/restore_context.lua")),
             set_seats_left: Script::new(include_str!("scripts/set_seats_left.lua")),
+            extend_numbers: Script::new(include_str!("scripts/extend_numbers.lua")),
         }
     }
 }
@@ -228,8 +233,10 @@ impl RedisQueue {
             .key(&keys.prequeue)
             .key(&keys.entrants)
             .key(&keys.left)
+            .key(&keys.numbers_lock)
             .arg(customer.as_str())
             .arg(unix_millis(now))
+            .arg(NUMBERS_TOP_UP_LOCK.as_millis() as u64)
             .invoke_async(&mut self.connection())
             .await?)
     }
@@ -250,20 +257,28 @@ impl WaitingLine for RedisQueue {
         match reply.as_slice() {
             [status] if status == "no_event" => Err(LineupError::EventNotFound),
             [status] if status == "closed" => Err(LineupError::QueueClosed),
+            [status, top_up] if status == "numbers_exhausted" => {
+                Err(LineupError::NumbersExhausted {
+                    top_up: top_up == "1",
+                })
+            }
             [status, expires_ms] if status == "admitted" => Ok(Joined {
                 newly_queued: false,
                 standing: admitted_standing(OP, &reply, expires_ms)?,
+                top_up_numbers: false,
             }),
             [status, newly_queued, opens, seed] if status == "pre_queue" => Ok(Joined {
                 newly_queued: newly_queued == "1",
                 standing: pre_queue_standing(OP, &reply, customer, opens, seed)?,
+                top_up_numbers: false,
             }),
-            [status, number, position, newly_queued, rest @ ..] if status == "waiting" => {
+            [status, number, position, newly_queued, rest @ .., top_up] if status == "waiting" => {
                 let mut fields = vec![number.clone(), position.clone()];
                 fields.extend_from_slice(rest);
                 Ok(Joined {
                     newly_queued: newly_queued == "1",
                     standing: waiting_standing(OP, &reply, &fields)?,
+                    top_up_numbers: top_up == "1",
                 })
             }
             _ => Err(unexpected(OP, &reply)),
@@ -365,12 +380,20 @@ impl Admitter for RedisQueue {
             .collect())
     }
 
-    async fn admit_tick(
+    async fn tick(
         &self,
         event: &EventId,
         now: SystemTime,
+        mode: TickMode,
     ) -> Result<TickReport, LineupError> {
         let keys = EventKeys::new(event);
+        let (mode_arg, up_to) = match mode {
+            TickMode::Plan => ("plan", String::new()),
+            TickMode::Admit { up_to } => (
+                "admit",
+                up_to.map(|limit| limit.to_string()).unwrap_or_default(),
+            ),
+        };
         let mut connection = self.connection();
         let reply: Vec<String> = self
             .scripts
@@ -384,12 +407,17 @@ impl Admitter for RedisQueue {
             .key(&keys.entrants)
             .arg(unix_millis(now))
             .arg(FORGET_LAPSED_AFTER.as_millis() as u64)
+            .arg(mode_arg)
+            .arg(up_to)
             .invoke_async(&mut connection)
             .await?;
         if matches!(reply.as_slice(), [status] if status == "no_event") {
             return Err(LineupError::EventNotFound);
         }
         let report = tick_report(&reply)?;
+        if mode == TickMode::Plan {
+            return Ok(report);
+        }
         // The public status, made once here for every reader of this tick.
         let status = report.status.status(event.as_str(), now);
         let json = serde_json::to_string(&status).map_err(|_| unexpected("status", &reply))?;
@@ -429,6 +457,7 @@ impl AdmissionRegistry for RedisQueue {
             .is_admitted
             .key(&keys.active)
             .key(&keys.settings)
+            .key(&keys.restored)
             .arg(customer.as_str())
             .arg(unix_millis(expires_at))
             .arg(unix_millis(now))
@@ -436,6 +465,7 @@ impl AdmissionRegistry for RedisQueue {
             .await?;
         match reply.as_slice() {
             [live] if live == "0" => Ok(None),
+            [status] if status == "no_event" => Err(LineupError::CacheRecovering),
             [live, limit] if live == "1" => Ok(Some(LiveAdmission {
                 expires_at,
                 ticket_limit: match limit.as_str() {
@@ -627,16 +657,26 @@ impl PlaceRestorer for RedisQueue {
             .arg(customer.as_str())
             .invoke_async(&mut self.connection())
             .await?;
-        let [restored_at, serving, already] = reply.as_slice() else {
+        let [restored_at, serving, lost_since, done] = reply.as_slice() else {
             return Err(unexpected(OP, &reply));
         };
         if restored_at.is_empty() {
             return Ok(None);
         }
+        let done = match done.as_str() {
+            "" => None,
+            "placed" => Some(RestoreDone::Placed),
+            "expired" => Some(RestoreDone::Expired),
+            "token" => Some(RestoreDone::Token),
+            _ => return Err(unexpected(OP, &reply)),
+        };
         Ok(Some(RestoreContext {
             restored_at: from_unix_millis(parse_u64(OP, &reply, restored_at)?),
             serving: parse_u64(OP, &reply, serving)?,
-            already_restored: already == "1",
+            lost_since: (!lost_since.is_empty())
+                .then(|| parse_u64(OP, &reply, lost_since).map(from_unix_millis))
+                .transpose()?,
+            done,
         }))
     }
 
@@ -652,6 +692,7 @@ impl PlaceRestorer for RedisQueue {
             RestoredPlace::Queue { number } => ("queue", number),
             RestoredPlace::PreQueue => ("pre_queue", 0),
             RestoredPlace::Admitted { expires_at } => ("active", unix_millis(expires_at)),
+            RestoredPlace::Expired => ("expired", 0),
         };
         let outcome: String = self
             .scripts
@@ -669,6 +710,7 @@ impl PlaceRestorer for RedisQueue {
             .await?;
         match outcome.as_str() {
             "restored" => Ok(RestoreOutcome::Restored),
+            "expired" => Ok(RestoreOutcome::Expired),
             "already" => Ok(RestoreOutcome::AlreadyRestored),
             "not_restorable" => Ok(RestoreOutcome::NotRestorable),
             _ => Err(unexpected("restore_place", &[outcome])),
@@ -698,16 +740,123 @@ impl PlaceRestorer for RedisQueue {
             .arg(ticket_limit_arg(settings))
             .arg(record.seed.reveal())
             .arg(record.seed.commitment())
-            .arg(cursor.next_number)
+            // Every number the lost cache handed out is at or below the durable ceiling.
+            .arg(record.number_ceiling.max(cursor.next_number))
             .arg(cursor.entrants.map(|n| n.to_string()).unwrap_or_default())
             .arg(if cursor.drawn { "1" } else { "0" })
             .arg(cursor.serving)
             .arg(record.closed_reason.clone().unwrap_or_default())
             .arg(unix_millis(now))
+            .arg(
+                cursor
+                    .saved_at_ms
+                    .map(|at| at.to_string())
+                    .unwrap_or_default(),
+            )
             .invoke_async(&mut self.connection())
             .await?;
         self.track_open(event, settings.state).await?;
         Ok(restored == 1)
+    }
+
+    async fn lock_restore(
+        &self,
+        event: &EventId,
+        for_how_long: Duration,
+    ) -> Result<bool, LineupError> {
+        self.take_lock(&EventKeys::new(event).restore_lock, for_how_long)
+            .await
+    }
+}
+
+impl RedisQueue {
+    /// `SET key 1 NX PX ms`: `true` when this caller took it.
+    async fn take_lock(&self, key: &str, for_how_long: Duration) -> Result<bool, LineupError> {
+        let taken: Option<String> = redis::cmd("SET")
+            .arg(key)
+            .arg("1")
+            .arg("NX")
+            .arg("PX")
+            .arg(for_how_long.as_millis() as u64)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(taken.is_some())
+    }
+}
+
+#[async_trait]
+impl NumberRanges for RedisQueue {
+    async fn number_range(&self, event: &EventId) -> Result<Option<NumberRange>, LineupError> {
+        const OP: &str = "number_range";
+        let keys = EventKeys::new(event);
+        let values: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(&keys.settings)
+            .arg(&[
+                "state",
+                "next_number",
+                "number_ceiling",
+                "number_block",
+                "numbers_reserved_at_ms",
+                "numbers_reserved_from",
+            ])
+            .query_async(&mut self.connection())
+            .await?;
+        let [state, next, ceiling, block, reserved_at, reserved_from] = values.as_slice() else {
+            return Err(unexpected(OP, &[]));
+        };
+        if state.is_none() {
+            return Ok(None);
+        }
+        let shown: Vec<String> = values
+            .iter()
+            .map(|v| v.clone().unwrap_or_default())
+            .collect();
+        let number = |field: &Option<String>| -> Result<u64, LineupError> {
+            match field.as_deref() {
+                None => Ok(0),
+                Some(raw) => parse_u64(OP, &shown, raw),
+            }
+        };
+        Ok(Some(NumberRange {
+            next_number: number(next)?,
+            ceiling: number(ceiling)?,
+            block: number(block)?,
+            reserved_at: reserved_at
+                .as_deref()
+                .map(|raw| parse_u64(OP, &shown, raw).map(from_unix_millis))
+                .transpose()?,
+            reserved_from: number(reserved_from)?,
+        }))
+    }
+
+    async fn extend_numbers(
+        &self,
+        event: &EventId,
+        ceiling: u64,
+        block: u64,
+        now: SystemTime,
+    ) -> Result<bool, LineupError> {
+        let keys = EventKeys::new(event);
+        let in_force: u64 = self
+            .scripts
+            .extend_numbers
+            .key(&keys.settings)
+            .key(&keys.numbers_lock)
+            .arg(ceiling)
+            .arg(unix_millis(now))
+            .arg(block)
+            .invoke_async(&mut self.connection())
+            .await?;
+        Ok(in_force > 0)
+    }
+
+    async fn lock_numbers(
+        &self,
+        event: &EventId,
+        for_how_long: Duration,
+    ) -> Result<bool, LineupError> {
+        self.take_lock(&EventKeys::new(event).numbers_lock, for_how_long)
+            .await
     }
 }
 
@@ -718,16 +867,8 @@ impl PreQueueDraw for RedisQueue {
         event: &EventId,
         for_how_long: Duration,
     ) -> Result<bool, LineupError> {
-        let keys = EventKeys::new(event);
-        let taken: Option<String> = redis::cmd("SET")
-            .arg(&keys.draw_lock)
-            .arg("1")
-            .arg("NX")
-            .arg("PX")
-            .arg(for_how_long.as_millis() as u64)
-            .query_async(&mut self.connection())
-            .await?;
-        Ok(taken.is_some())
+        self.take_lock(&EventKeys::new(event).draw_lock, for_how_long)
+            .await
     }
 
     async fn draw_seed(&self, event: &EventId) -> Result<Option<DrawSeed>, LineupError> {

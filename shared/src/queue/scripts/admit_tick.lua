@@ -4,8 +4,12 @@
 -- number admitted; each admitted customer then has `claim_ms` to claim (their poll), or the
 -- offer lapses and its slot goes to the next tick's admissions. The reply carries what the
 -- public status shows.
+-- A number is called only once the events table says admission may reach it: the admitter first
+-- asks how far this tick would go (mode "plan": nothing is admitted, the reply's `serving` is
+-- where admission would stand), saves that as the durable cursor, then admits (mode "admit")
+-- up to what it saved (`serving_limit`). So a number shown as called survives any cache loss.
 -- KEYS: settings, queue, active, admission, offered, prequeue, entrants
--- ARGV: now_ms, forget_lapsed_after_ms
+-- ARGV: now_ms, forget_lapsed_after_ms, mode ("plan" | "admit"), serving_limit ("" = none)
 -- Reply: {"no_event"} | {admitted, shopping_after, waiting_after, serving, advance_rate|"", state,
 --         opens_at_ms, admit_per_sec, next_number, entrants|"", drawn (0|1), seats_left|"",
 --         draw_commitment|"", closed_reason|"", draw_seed, claim_ms, session_ms, restored_at_ms|""}
@@ -19,6 +23,7 @@ local opens_at, max_active = tonumber(s[2]), tonumber(s[3])
 -- (An event configured before claim windows existed has none: the default, a minute.)
 local rate, claim = tonumber(s[4]), tonumber(s[5]) or 60000
 local now, forget_after = tonumber(ARGV[1]), tonumber(ARGV[2])
+local planning, limit = ARGV[3] == 'plan', tonumber(ARGV[4])
 
 -- Lapsed admissions and offers stay a while so their owner's poll says "expired"; then they go.
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. (now - forget_after))
@@ -57,8 +62,28 @@ if state == 'open' and now >= opens_at and s[7] then
   end
   local budget = math.min(max_active - shopping, math.floor(tokens))
 
+  if planning then
+    -- How far this tick would go: the number of the last customer it would admit.
+    if budget > 0 then
+      local head = redis.call('ZRANGE', KEYS[2], budget - 1, budget - 1, 'WITHSCORES')
+      if #head == 0 then head = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES') end
+      if #head > 0 then serving = math.max(serving, tonumber(head[2])) end
+    end
+    return {0, shopping, redis.call('ZCARD', KEYS[2]), string.format('%.0f', serving),
+      redis.call('HGET', KEYS[4], 'advance_rate') or '', state, s[2], s[4], s[8] or '0',
+      s[6] or '', s[7] and 1 or 0, s[9] or '', s[10] or '', s[11] or '', s[12] or '',
+      tostring(claim), s[13], s[14] or ''}
+  end
+
   if budget > 0 then
-    local popped = redis.call('ZPOPMIN', KEYS[2], budget)
+    -- The head of the queue, up to the durable limit.
+    local popped
+    if limit then
+      popped = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', limit, 'WITHSCORES', 'LIMIT', 0, budget)
+      for i = 1, #popped, 2 do redis.call('ZREM', KEYS[2], popped[i]) end
+    else
+      popped = redis.call('ZPOPMIN', KEYS[2], budget)
+    end
     local deadline = string.format('%.0f', now + claim)
     local batch = {}
     for i = 1, #popped, 2 do

@@ -1,6 +1,8 @@
 -- Create or change an event's settings, in one atomic step on the event's settings hash.
 -- The draw seed and its commitment come from the event's durable record (DynamoDB), which makes
--- the seed once and never changes it; `next_number` starts at 0 only for a new event.
+-- the seed once and never changes it; `next_number` starts at 0 only for a new event, with no
+-- number reserved yet (`number_ceiling` 0: the first join reserves a range, see join.lua). An
+-- event the cache lost is restored (restore_event.lua) before an operator's change reaches here.
 -- KEYS: settings
 -- ARGV: state, opens_at_ms, max_active, admit_per_sec, session_ms, claim_ms,
 --       ticket_limit ("" = no limit: the field is removed), draw_seed, draw_commitment
@@ -15,4 +17,5 @@ else
 end
 if ARGV[1] ~= 'closed' then redis.call('HDEL', KEYS[1], 'closed_reason') end
 redis.call('HSETNX', KEYS[1], 'next_number', 0)
+redis.call('HSETNX', KEYS[1], 'number_ceiling', 0)
 return 1

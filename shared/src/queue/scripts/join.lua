@@ -2,14 +2,20 @@
 -- Before opening the customer enters the pre-queue, a set with no order: at opening it closes
 -- and the draw gives its entrants the first numbers (see shared/src/draw.rs). After opening a
 -- joiner gets the next queue number. An admitted customer who has not claimed yet claims here.
--- KEYS: settings, queue, active, admission, offered, prequeue, entrants, left
--- ARGV: customer, now_ms
--- Reply: {"no_event"} | {"closed"} | {"admitted", expires_ms}
+-- Numbers come from a range made durable first (the events table's number ceiling,
+-- `number_ceiling` here): a join never hands out a number past it, so no loss of the cache can
+-- make a number be handed out twice. When the range runs low, the join that notices takes the
+-- top-up lock and its caller reserves the next range (shared/src/numbering.rs); when it has run
+-- out, the join answers "numbers_exhausted" and its caller reserves before trying again.
+-- KEYS: settings, queue, active, admission, offered, prequeue, entrants, left, numbers_lock
+-- ARGV: customer, now_ms, top_up_lock_ms
+-- Reply: {"no_event"} | {"closed"} | {"admitted", expires_ms} | {"numbers_exhausted", top_up (0|1)}
 --      | {"pre_queue", newly_queued, opens_at_ms, draw_seed} (the seed for the adapter to compute
 --        the entrant's public hash with; it never reaches the customer)
---      | {"waiting", number, position, newly_queued, serving, advance_rate|"", admit_per_sec, opens_at_ms}
+--      | {"waiting", number, position, newly_queued, serving, advance_rate|"", admit_per_sec, opens_at_ms,
+--         top_up (0|1)}
 local s = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'admit_per_sec', 'session_ms',
-  'entrants', 'drawn', 'next_number', 'draw_seed')
+  'entrants', 'drawn', 'next_number', 'draw_seed', 'number_ceiling', 'number_block')
 local state = s[1]
 if not state then return {'no_event'} end
 local opens_at, session = tonumber(s[2]), tonumber(s[4])
@@ -28,14 +34,24 @@ if offer and tonumber(offer) > now then
 end
 if state == 'closed' then return {'closed'} end
 
-local function waiting(number, newly_queued)
+-- Whether this caller should reserve the next range of numbers: the range is low (or out) and
+-- nobody else is reserving (the lock lapses by itself if its holder dies).
+local function top_up(next_number)
+  local ceiling = tonumber(s[9]) or 0
+  local block = tonumber(s[10]) or 0
+  if ceiling - next_number > math.floor(block / 2) then return 0 end
+  if redis.call('SET', KEYS[9], '1', 'NX', 'PX', ARGV[3]) then return 1 end
+  return 0
+end
+
+local function waiting(number, newly_queued, reserve)
   local admission = redis.call('HMGET', KEYS[4], 'serving', 'advance_rate')
   return {'waiting', tostring(number), tostring(redis.call('ZRANK', KEYS[2], customer)),
-    tostring(newly_queued), admission[1] or '0', admission[2] or '', s[3], s[2]}
+    tostring(newly_queued), admission[1] or '0', admission[2] or '', s[3], s[2], tostring(reserve)}
 end
 
 local number = redis.call('ZSCORE', KEYS[2], customer)
-if number then return waiting(number, 0) end
+if number then return waiting(number, 0, 0) end
 
 -- The pre-queue, until it closes: a join whose clock still says "before opening" but that
 -- arrives after an admitter closed it joins the queue after it (a set nobody draws would keep
@@ -49,8 +65,8 @@ end
 if not s[5] then
   local entrants = redis.call('SCARD', KEYS[6])
   if entrants > 0 then redis.call('RENAME', KEYS[6], KEYS[7]) end
-  redis.call('HSET', KEYS[1], 'entrants', entrants,
-    'next_number', math.max(tonumber(s[7]) or 0, entrants))
+  s[7] = tostring(math.max(tonumber(s[7]) or 0, entrants))
+  redis.call('HSET', KEYS[1], 'entrants', entrants, 'next_number', s[7])
   if entrants == 0 then
     redis.call('HSET', KEYS[1], 'drawn', '1')
     s[6] = '1'
@@ -64,9 +80,11 @@ if not s[6] and redis.call('SISMEMBER', KEYS[7], customer) == 1 then
   return {'pre_queue', '0', s[2], s[8] or ''}
 end
 
+local last = tonumber(s[7]) or 0
+if last + 1 > (tonumber(s[9]) or 0) then return {'numbers_exhausted', tostring(top_up(last))} end
 number = redis.call('HINCRBY', KEYS[1], 'next_number', 1)
 redis.call('ZADD', KEYS[2], number, customer)
 -- A lapsed admission or offer is replaced by the new place in the queue.
 if admitted_until then redis.call('ZREM', KEYS[3], customer) end
 if offer then redis.call('ZREM', KEYS[5], customer) end
-return waiting(number, 1)
+return waiting(number, 1, top_up(number))

@@ -1,9 +1,11 @@
 -- What putting a customer back needs to know, in one step: when the event was re-loaded after a
--- cache loss (absent: never), where admission stood then, and whether this customer was already
--- put back (then nothing durable needs reading: a leaver presenting an old ticket again costs
--- one Redis call, not a DynamoDB read).
+-- cache loss (absent: never), where admission stood then, since when the cache was lost (the
+-- last durable save before it), and what was already done for this customer since (then nothing
+-- durable needs reading: a leaver presenting an old ticket again, or a customer whose turn
+-- lapsed, costs one Redis call, not a DynamoDB read).
 -- KEYS: settings, restored
 -- ARGV: customer
--- Reply: {restored_at_ms|"", restored_serving|"0", already (0|1)}
-local s = redis.call('HMGET', KEYS[1], 'restored_at_ms', 'restored_serving')
-return {s[1] or '', s[2] or '0', redis.call('SISMEMBER', KEYS[2], ARGV[1])}
+-- Reply: {restored_at_ms|"", restored_serving|"0", lost_since_ms|"", done|""}
+--        (done: "placed", "expired" or "token" once something was done for the customer)
+local s = redis.call('HMGET', KEYS[1], 'restored_at_ms', 'restored_serving', 'restored_lost_since_ms')
+return {s[1] or '', s[2] or '0', s[3] or '', redis.call('HGET', KEYS[2], ARGV[1]) or ''}

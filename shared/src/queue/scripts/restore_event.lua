@@ -3,16 +3,19 @@
 -- restored: tickets issued before it may put their holders back (restore_place.lua), and
 -- `restored_serving` is how far admission had come: a ticket's number up to it was called before
 -- the loss, one past it was still waiting (whatever admission does after the restore).
+-- Numbering starts again past the durable number ceiling: every number the lost cache could have
+-- handed out is at or below it, so none is handed out twice; the next join reserves a new range.
 -- KEYS: settings, admission
 -- ARGV: state, opens_at_ms, max_active, admit_per_sec, session_ms, claim_ms, ticket_limit|"",
---       draw_seed, draw_commitment, next_number, entrants|"", drawn (0|1), serving,
---       closed_reason|"", now_ms
+--       draw_seed, draw_commitment, number_ceiling, entrants|"", drawn (0|1), serving,
+--       closed_reason|"", now_ms, lost_since_ms
 -- Reply: 1 restored | 0 it was there
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'state', ARGV[1], 'opens_at_ms', ARGV[2], 'max_active', ARGV[3],
   'admit_per_sec', ARGV[4], 'session_ms', ARGV[5], 'claim_ms', ARGV[6],
   'draw_seed', ARGV[8], 'draw_commitment', ARGV[9], 'next_number', ARGV[10],
-  'restored_at_ms', ARGV[15], 'restored_serving', ARGV[13])
+  'number_ceiling', ARGV[10], 'number_block', '0',
+  'restored_at_ms', ARGV[15], 'restored_serving', ARGV[13], 'restored_lost_since_ms', ARGV[16])
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'ticket_limit', ARGV[7]) end
 if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'entrants', ARGV[11]) end
 if ARGV[12] == '1' then redis.call('HSET', KEYS[1], 'drawn', '1') end
