@@ -256,6 +256,10 @@ function sentence(text) {
 }
 
 const UNREACHABLE = 'Cannot reach the server. Check your connection;';
+/** Said while the server restores the queue after losing its cache (503 `queue_recovering`):
+ *  nothing is lost, the page carries on by itself. */
+const RECOVERING = 'The queue is recovering from an outage. Your place is kept: stay on this page, it carries on by itself.';
+const recovering = (r) => r.status === 503 && r.data?.error?.code === 'queue_recovering';
 
 // ---------------------------------------------------------------------------------------------
 // Notices
@@ -508,7 +512,7 @@ async function join() {
   if (r.status === 503) {
     const s = r.retryAfter ?? DEFAULT_POLL_S;
     setQueueStatus('joining', `The service is busy; trying again in ${s} s…`);
-    notify(`The service is busy, retrying in ${s} seconds.`, 'info');
+    notify(recovering(r) ? RECOVERING : `The service is busy, retrying in ${s} seconds.`, 'info', { code: p.code });
     later('join', withJitter(s), join);
     return;
   }
@@ -703,6 +707,10 @@ async function readStatus() {
     const response = await fetch(`/events/${enc(state.eventId)}/status`, { headers: { Accept: 'application/json' } });
     if (response.status !== 200) {
       const retry = Number(response.headers.get('Retry-After'));
+      if (response.status === 503) {
+        const data = await response.json().catch(() => null);
+        if (data?.error?.code === 'queue_recovering') notify(RECOVERING, 'info', { code: 'queue_recovering' });
+      }
       scheduleStatusRead(Number.isFinite(retry) && retry > 0 ? retry : DEFAULT_POLL_S);
       return;
     }
@@ -716,6 +724,7 @@ async function readStatus() {
   if (el.message.dataset.kind === 'error') clearNotice();
   if (restoreToAnswer(status)) {
     state.restoreAnswered = status.restoredAt;
+    notify('The queue was restored after an outage: checking your place…', 'info');
     pollQueue(); // puts us back at our number (or claims, if it was called)
     return;
   }
@@ -798,7 +807,7 @@ async function pollQueue() {
   }
   if (r.status === 503) {
     const s = r.retryAfter ?? DEFAULT_POLL_S;
-    notify(`The service is busy, retrying in ${s} seconds.`, 'info');
+    notify(recovering(r) ? RECOVERING : `The service is busy, retrying in ${s} seconds.`, 'info', { code: problem(r).code });
     if (state.phase !== 'waiting') setPhase('waiting');
     later('poll', withJitter(s), pollQueue);
     return;
@@ -1335,7 +1344,10 @@ async function requestHold(body) {
       // Safe to repeat: a hold that was written comes back as the same order (the same seats),
       // or as `hold_exists` naming it (best available), which is then shown.
       const s = r.retryAfter ?? 2;
-      const why = problem(r).code === 'availability_rebuilding' ? 'The seat map is being rebuilt' : 'The service is busy';
+      const code = problem(r).code;
+      const why = code === 'availability_rebuilding' ? 'The seat map is being rebuilt'
+        : code === 'queue_recovering' ? 'The queue is recovering from an outage (your admission is kept)'
+          : 'The service is busy';
       notify(`${why}, retrying in ${plural(s, 'second', 'seconds')}…`, 'info');
       await sleep(withJitter(s));
       continue;

@@ -500,10 +500,17 @@ impl AdmissionRegistry for RedisQueue {
 impl TicketLimits for RedisQueue {
     async fn ticket_limit(&self, event: &EventId) -> Result<Option<u32>, LineupError> {
         let keys = EventKeys::new(event);
-        let limit: Option<String> = self
-            .connection()
-            .hget(&keys.settings, "ticket_limit")
+        let (state, limit): (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(&keys.settings)
+            .arg("state")
+            .arg("ticket_limit")
+            .query_async(&mut self.connection())
             .await?;
+        // A lost cache knows no limit: that is not "no limit" (the caller retries once the
+        // event is restored).
+        if state.is_none() {
+            return Err(LineupError::CacheRecovering);
+        }
         limit
             .map(|raw| {
                 raw.parse()
