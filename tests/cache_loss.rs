@@ -723,6 +723,16 @@ async fn with_the_cache_empty_no_route_says_the_event_does_not_exist_and_close_w
     assert_eq!(refused.status(), StatusCode::CONFLICT, "{}", body(&refused));
     let closed = body(&status("GET /events/{eventId}/status").await);
     assert_eq!(closed["state"], "closed", "{closed}");
+    // Nothing ticks a closed event: lost again, its status comes from its record.
+    flush(&server.url()).await;
+    let public = public_api_on(&queue, &records);
+    let answer = lineup::http::public::handle(
+        &public,
+        public_request("GET /events/{eventId}/status", &sale.event),
+    )
+    .await;
+    assert_eq!(answer.status(), 200, "{}", body(&answer));
+    assert_eq!(body(&answer)["state"], "closed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -199,6 +199,14 @@ impl<'a> AdmissionLoop<'a> {
         };
         // The pre-queue closed: draw it, then plan again (the draw's numbers come first).
         let plan = if plan.needs_draw {
+            // The draw hands out numbers 1..=entrants: durable before anyone can see them (and
+            // before the draw's lock is taken, which a failure here would keep for minutes).
+            let entrants = plan.status.entrants.unwrap_or(0);
+            self.ports
+                .restorer
+                .numbers
+                .reserve_through(event, entrants, now)
+                .await?;
             self.draw(event, now).await?;
             self.ports.admitter.tick(event, now, TickMode::Plan).await?
         } else {
@@ -348,12 +356,6 @@ impl<'a> AdmissionLoop<'a> {
             .map(|customer| (seed.entrant(&customer), customer))
             .collect();
         let drawn = draw::numbers(&seed, by_entrant.keys().cloned());
-        // The draw hands out numbers 1..=entrants: durable before anyone can see them.
-        ports
-            .restorer
-            .numbers
-            .reserve_through(event, drawn.numbers.len() as u64, now)
-            .await?;
         let (summary, chunks) = draw::publish(&drawn, event, &seed, now);
         ports
             .publication

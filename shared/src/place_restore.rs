@@ -160,8 +160,9 @@ impl Restorer {
         event: &EventId,
         now: SystemTime,
     ) -> Result<bool, LineupError> {
-        // A made-up id costs one read per instance per RECORD_MAX_AGE, and takes no lock.
-        if self.known.recently_unknown(event) {
+        // A made-up id costs one read per instance every few seconds, and takes no lock (which
+        // would make other instances answer it 503 instead of 404).
+        if !self.known.exists(event).await? {
             return Ok(false);
         }
         if !self.queue.lock_restore(event, RESTORE_LOCK).await? {

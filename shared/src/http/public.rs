@@ -33,9 +33,10 @@ use super::{request, response};
 use crate::availability::{layout_path, AvailabilityBoard, AvailabilityDocument, Projection};
 use crate::event_records::known::KnownEvents;
 use crate::event_records::{DrawPublication, LayoutStore};
+use crate::event_settings::QueueState;
 use crate::ids::EventId;
 use crate::queue::StatusBoard;
-use crate::status::EventStatus;
+use crate::status::{EventStatus, StatusInputs};
 use crate::LineupError;
 
 /// A published draw never changes: caches may keep it for good.
@@ -171,8 +172,17 @@ async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, Lin
     match route_key {
         Some("GET /events/{eventId}/status") => match api.board.status_json(&event).await? {
             Some(status) => Ok(document(status, &EventStatus::cache_control())),
-            None if api.events.exists(&event).await? => Err(LineupError::CacheRecovering),
-            None => Err(LineupError::EventNotFound),
+            None => match api.events.record(&event).await? {
+                None => Err(LineupError::EventNotFound),
+                // Nothing ticks a closed event again: its status comes from its record.
+                Some(record) if record.settings.state == QueueState::Closed => {
+                    let status = StatusInputs::closed_from_record(&record)
+                        .status(event.as_str(), std::time::SystemTime::now());
+                    Ok(document(to_json(&status), &EventStatus::cache_control()))
+                }
+                // Lost with the cache: the admitter (or a join or poll) restores it.
+                Some(_) => Err(LineupError::CacheRecovering),
+            },
         },
         Some("GET /events/{eventId}/draw") => {
             let summary = api
@@ -186,9 +196,17 @@ async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, Lin
             draw_chunk(api, &event, request::path_parameter(request, "prefix")?).await
         }
         Some("GET /events/{eventId}/seats") => match api.seats.availability(&event).await? {
-            // Lost with the cache (the admitter rebuilds it), or never seeded.
+            // Lost with the cache (the admitter rebuilds it for events it ticks), or never
+            // seeded. A closed event is not ticked: its seat map is not kept after a loss.
             Projection::NoLayout if api.events.current_layout(&event).await?.is_some() => {
-                Err(LineupError::AvailabilityRebuilding)
+                match api.events.record(&event).await? {
+                    Some(record) if record.settings.state == QueueState::Closed => {
+                        Err(LineupError::NotFound(
+                            "this event is closed: its seat map is no longer served",
+                        ))
+                    }
+                    _ => Err(LineupError::AvailabilityRebuilding),
+                }
             }
             Projection::NoLayout => Err(LineupError::EventNotFound),
             Projection::Rebuilding(_) => Err(LineupError::AvailabilityRebuilding),
