@@ -6,8 +6,9 @@
 //! no restore changes the order of numbers. The price is a gap: the reserved numbers the lost
 //! cache had not handed out yet are never used. Ranges are sized to about
 //! [`RANGE_HORIZON`] of joins at the rate the last range was used, so the gap is a few seconds
-//! of joins and a reservation (one conditional write) happens every couple of seconds however
-//! fast people join.
+//! of joins (up to about one and a half ranges: the unused half of the last range and the new
+//! one) and a reservation (one conditional write) happens about every [`RANGE_HORIZON`] at a
+//! steady pace, however fast people join.
 //!
 //! When a range is half used, the join that notices takes the top-up duty (a lock in Redis) and
 //! reserves the next one before answering; a join that finds the range used up reserves (or
