@@ -825,3 +825,79 @@ async fn redis_hash(url: &str, key: &str) -> BTreeMap<String, String> {
         .await
         .unwrap()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cluster_node_replaced_by_an_empty_one_loses_no_number_and_no_call() {
+    logs();
+    let mut cluster = lineup_tests::redis_server::RedisCluster::start();
+    let queue = Arc::new(
+        RedisQueue::open(&lineup::config::RedisSettings {
+            url: cluster.url(),
+            timeout: Duration::from_secs(2),
+            cluster: true,
+        })
+        .unwrap(),
+    );
+    let sale = OnSale::with_seats_on(0, queue.clone()).await;
+    let records = records().await;
+    let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
+    open_now(
+        &admin,
+        &sale,
+        SettingsChange {
+            max_active: Some(20),
+            rate: Some(20),
+            ..SettingsChange::default()
+        },
+    )
+    .await;
+    let mut numbers: BTreeMap<u64, CustomerId> = BTreeMap::new();
+    let mut tickets = BTreeMap::new();
+    for (who, (number, ticket)) in join_crowd(
+        &sale.queue_api,
+        &sale.event,
+        (0..100).map(customer).collect(),
+    )
+    .await
+    {
+        assert!(numbers.insert(number, who.clone()).is_none());
+        tickets.insert(who, (number, ticket));
+    }
+    let admission = Admission::new(queue.clone()).await;
+    let tick = admission.tick(&sale.event, sale.clock.now()).await;
+    assert_eq!(tick.status.serving, 20);
+
+    // The shard holding the event fails; a new, empty node takes its slots.
+    sale.clock.advance(Duration::from_secs(2));
+    let node = cluster.node_of(&EventKeys::new(&sale.event).settings);
+    node.stop();
+    node.restart();
+    cluster.wait_until_ok();
+
+    // The crowd carries on: new customers get numbers nobody had, called ones claim.
+    for (who, (number, _)) in join_crowd(
+        &sale.queue_api,
+        &sale.event,
+        (100..150).map(customer).collect(),
+    )
+    .await
+    {
+        if let Some(other) = numbers.insert(number, who.clone()) {
+            panic!("number {number} given to {other:?} and {who:?}");
+        }
+    }
+    for n in 0..100 {
+        let who = customer(n);
+        let (number, ticket) = &tickets[&who];
+        let answer = loop {
+            let response =
+                poll::handle(&sale.queue_api, poll_request(&sale.event, &who, ticket)).await;
+            if response.status() != StatusCode::SERVICE_UNAVAILABLE {
+                break body(&response);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let expected = if *number <= 20 { "admitted" } else { "waiting" };
+        assert_eq!(answer["status"], expected, "{who:?} ({number}): {answer}");
+    }
+}

@@ -316,8 +316,8 @@ impl LineupError {
     }
 }
 
-/// Connection trouble (refused, dropped, timed out, Redis loading or failing over) is worth a
-/// retry; any other Redis error is not.
+/// Connection trouble (refused, dropped, timed out, Redis loading or failing over, a cluster's
+/// slots moving while a node is replaced) is worth a retry; any other Redis error is not.
 impl From<redis::RedisError> for LineupError {
     fn from(error: redis::RedisError) -> Self {
         let transient = error.is_io_error()
@@ -332,6 +332,8 @@ impl From<redis::RedisError> for LineupError {
                         | redis::ServerErrorKind::ClusterDown
                         | redis::ServerErrorKind::MasterDown
                         | redis::ServerErrorKind::ReadOnly
+                        | redis::ServerErrorKind::Moved
+                        | redis::ServerErrorKind::Ask
                 )
             );
         if transient {

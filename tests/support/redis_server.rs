@@ -19,6 +19,9 @@ static HELD_PORTS: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
 pub struct RedisServer {
     pub port: u16,
     child: Option<Child>,
+    /// For a node of a cluster: the directory of its `nodes.conf` (kept across restarts, so a
+    /// restarted node takes its slots back, empty, as a node replaced after a failure does).
+    cluster_dir: Option<std::path::PathBuf>,
 }
 
 impl RedisServer {
@@ -27,7 +30,11 @@ impl RedisServer {
         let started = Instant::now();
         loop {
             let port = Self::free_port();
-            let mut server = Self { port, child: None };
+            let mut server = Self {
+                port,
+                child: None,
+                cluster_dir: None,
+            };
             match server.try_start() {
                 Ok(()) => return server,
                 // Someone outside this process took the port between the check and the start:
@@ -74,17 +81,25 @@ impl RedisServer {
     }
 
     fn try_start(&mut self) -> Result<(), String> {
-        let mut child = Command::new("redis-server")
-            .args([
-                "--port",
-                &self.port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
+        let mut command = Command::new("redis-server");
+        command.args([
+            "--port",
+            &self.port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]);
+        if let Some(dir) = &self.cluster_dir {
+            command
+                .args(["--cluster-enabled", "yes", "--cluster-config-file"])
+                .arg(dir.join("nodes.conf"))
+                .arg("--dir")
+                .arg(dir);
+        }
+        let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -144,5 +159,137 @@ impl Drop for RedisServer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&self.port);
+    }
+}
+
+/// A private three-node Redis Cluster (no replicas), for a test that fails a node over to an
+/// empty one: each node keeps its `nodes.conf`, so a restarted node rejoins with its slots and
+/// none of its data.
+pub struct RedisCluster {
+    pub nodes: Vec<RedisServer>,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            node.stop();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl RedisCluster {
+    pub fn start() -> Self {
+        let dir = std::env::temp_dir().join(format!("lineup-cluster-{}", uuid::Uuid::new_v4()));
+        let mut nodes = Vec::new();
+        for n in 0..3 {
+            let node_dir = dir.join(format!("node-{n}"));
+            std::fs::create_dir_all(&node_dir).expect("node directory");
+            let started = Instant::now();
+            loop {
+                let mut node = RedisServer {
+                    port: RedisServer::free_port(),
+                    child: None,
+                    cluster_dir: Some(node_dir.clone()),
+                };
+                match node.try_start() {
+                    Ok(()) => {
+                        nodes.push(node);
+                        break;
+                    }
+                    Err(why) if started.elapsed() < Duration::from_secs(30) => {
+                        eprintln!("cluster node: {why}; trying another port");
+                    }
+                    Err(why) => panic!("a cluster node did not start: {why}"),
+                }
+            }
+        }
+        let addresses: Vec<String> = nodes
+            .iter()
+            .map(|node| format!("127.0.0.1:{}", node.port))
+            .collect();
+        let created = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("redis-cli is installed with redis-server");
+        assert!(created.success(), "redis-cli --cluster create failed");
+        let cluster = Self { nodes, dir };
+        cluster.wait_until_ok();
+        cluster
+    }
+
+    pub fn url(&self) -> String {
+        self.nodes[0].url()
+    }
+
+    /// Waits until every node says the cluster is ok (after creating it, or a node's restart).
+    pub fn wait_until_ok(&self) {
+        let started = Instant::now();
+        for node in &self.nodes {
+            loop {
+                let info = Command::new("redis-cli")
+                    .args(["-p", &node.port.to_string(), "cluster", "info"])
+                    .output()
+                    .expect("redis-cli");
+                if String::from_utf8_lossy(&info.stdout).contains("cluster_state:ok") {
+                    break;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "the cluster did not become ok"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    /// The node serving `key`'s slot.
+    pub fn node_of(&mut self, key: &str) -> &mut RedisServer {
+        let slot = Command::new("redis-cli")
+            .args([
+                "-p",
+                &self.nodes[0].port.to_string(),
+                "cluster",
+                "keyslot",
+                key,
+            ])
+            .output()
+            .expect("redis-cli");
+        let slot: u16 = String::from_utf8_lossy(&slot.stdout)
+            .trim()
+            .parse()
+            .expect("a slot");
+        let shards = Command::new("redis-cli")
+            .args(["-p", &self.nodes[0].port.to_string(), "cluster", "slots"])
+            .output()
+            .expect("redis-cli");
+        // Lines: start, end, ip, port, id, (replicas...), repeated per range.
+        let lines: Vec<String> = String::from_utf8_lossy(&shards.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        let mut port = None;
+        let mut i = 0;
+        while i + 3 < lines.len() {
+            if let (Ok(start), Ok(end)) = (lines[i].parse::<u16>(), lines[i + 1].parse::<u16>()) {
+                if (start..=end).contains(&slot) {
+                    port = lines[i + 3].parse::<u16>().ok();
+                    break;
+                }
+                i += 5;
+            } else {
+                i += 1;
+            }
+        }
+        let port = port.expect("the slot's node");
+        self.nodes
+            .iter_mut()
+            .find(|node| node.port == port)
+            .expect("one of this cluster's nodes")
     }
 }
