@@ -13,10 +13,16 @@
 #     working directory (no source tree to lean on: the page and the installer are compiled in),
 #     must serve the page with the right content types and stop on Ctrl-C too;
 #  5. `lineup simulate --users 2000 --seats 300` against a dev server with 20-second holds (so
-#     lapsed holds go back on sale within the run); it exits non-zero if an invariant breaks.
+#     lapsed holds go back on sale within the run); it exits non-zero if an invariant breaks;
+#  6. a short chaos run against the same server: `lineup simulate --chaos flush@6s,restart@12s`
+#     (300 customers, 60 seats, 10 admitted a second from 3 s, so both faults come while most of
+#     the crowd waits; about a minute): Redis flushed, then killed and replaced by an empty one
+#     on its port. Every check must still hold, the dev server must carry on with the
+#     new Redis, and Ctrl-C must stop that one too.
 #
 #   scripts/e2e.sh                       # all of it
 #   LINEUP_SIMULATE_USERS=500 scripts/e2e.sh
+#   LINEUP_CHAOS_PLAN=flush@5s,restart@12s scripts/e2e.sh   # another chaos plan for step 6
 #   LINEUP_E2E_PORT=3026 LINEUP_E2E_REDIS_PORT=6416 LINEUP_E2E_MOTO_PORT=5036 scripts/e2e.sh
 #                                        # beside another `lineup dev` on the default ports
 set -euo pipefail
@@ -39,6 +45,9 @@ fi
 export LINEUP_CACHE_DIR="${LINEUP_CACHE_DIR:-$PWD/.local}"
 SIM_USERS="${LINEUP_SIMULATE_USERS:-2000}"
 SIM_SEATS="${LINEUP_SIMULATE_SEATS:-300}"
+# The chaos run: offsets from the crowd's start; the queue opens at 3 s and admits 10 a second,
+# so most of a crowd of 300 is still waiting at both (about 60-70 s in all).
+CHAOS_PLAN="${LINEUP_CHAOS_PLAN:-flush@6s,restart@12s}"
 mkdir -p target/e2e
 
 # Debian's Chromium (playwright-core drives it; it never downloads a browser of its own).
@@ -177,4 +186,22 @@ start_dev target/e2e/dev-simulate.log target/debug/lineup dev "${DEV_PORTS[@]}" 
   --hold-seconds 20 --expire-every-seconds 2 --seats 100
 target/debug/lineup simulate --users "$SIM_USERS" --seats "$SIM_SEATS" --api "http://127.0.0.1:$API_PORT" \
   | tee target/e2e/simulate-report.txt
+
+echo "==> lineup simulate --chaos $CHAOS_PLAN (300 users, 60 seats; the same dev server: Redis flushed, then killed and replaced by an empty one)"
+target/debug/lineup simulate --users 300 --seats 60 --ramp 8s --pre-queue 3s --max-active 100 \
+  --rate 10 --session 30s --think-ms 500 --chaos "$CHAOS_PLAN" --api "http://127.0.0.1:$API_PORT" \
+  --report-json target/e2e/chaos-report.json | tee target/e2e/chaos-report.txt
+if [[ "$CHAOS_PLAN" == *restart@* ]]; then
+  grep -q "a new Redis answers on :$DEV_REDIS_PORT" target/e2e/dev-simulate.log \
+    || { echo "error: lineup dev did not say it carried on with the new Redis; its log: target/e2e/dev-simulate.log" >&2; exit 1; }
+fi
+# Still serving, through its new Redis: the demo event's status (re-loaded from DynamoDB).
+for attempt in $(seq 1 20); do
+  code="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$API_PORT/events/demo/status")"
+  [ "$code" = 200 ] && break
+  [ "$attempt" = 20 ] && { echo "error: after the chaos run GET /events/demo/status answers $code" >&2; exit 1; }
+  sleep 0.5
+done
+echo "==> after the chaos run the dev server still serves (the demo event's status: 200)"
+# Ctrl-C must stop the Redis the restart started as well: stop_dev checks the port is free.
 stop_dev

@@ -901,3 +901,72 @@ async fn a_cluster_node_replaced_by_an_empty_one_loses_no_number_and_no_call() {
         assert_eq!(answer["status"], expected, "{who:?} ({number}): {answer}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn after_a_loss_admission_gives_absent_numbers_time_to_come_back() {
+    logs();
+    let server = RedisServer::start();
+    let queue = Arc::new(RedisQueue::new(&server.url(), Duration::from_secs(2)).unwrap());
+    let sale = OnSale::with_seats_on(0, queue.clone()).await;
+    let records = records().await;
+    let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
+    // Paused: 100 customers wait with numbers, nobody called yet.
+    open_now(
+        &admin,
+        &sale,
+        SettingsChange {
+            max_active: Some(100),
+            rate: Some(10),
+            ..SettingsChange::default()
+        },
+    )
+    .await;
+    admin.pause(&sale.event, sale.clock.now()).await.unwrap();
+    let mut by_number = BTreeMap::new();
+    for (who, (number, ticket)) in join_crowd(
+        &sale.queue_api,
+        &sale.event,
+        (0..100).map(customer).collect(),
+    )
+    .await
+    {
+        by_number.insert(number, (who, ticket));
+    }
+    let numbers: Vec<u64> = by_number.keys().copied().collect();
+    let (third, fiftieth) = (numbers[2], numbers[49]);
+    let come_back = |number: u64| {
+        let (who, ticket) = by_number[&number].clone();
+        let api = sale.queue_api.clone();
+        let event = sale.event.clone();
+        async move {
+            let answer = body(&poll::handle(&api, poll_request(&event, &who, &ticket)).await);
+            assert_eq!(answer["status"], "waiting", "{answer}");
+        }
+    };
+
+    sale.clock.advance(Duration::from_secs(1));
+    flush(&server.url()).await;
+    admin.resume(&sale.event, sale.clock.now()).await.unwrap();
+    let restored_at = sale.clock.now();
+    // The 50th comes back at once; the 3rd is slower.
+    come_back(fiftieth).await;
+    let admission = Admission::new(queue.clone()).await;
+    let tick = admission.tick(&sale.event, restored_at).await;
+    assert_eq!(
+        tick.admitted, 0,
+        "nobody is called past absent numbers at once"
+    );
+
+    // 16 s after the restore the frontier is at 10 numbers: the 50th still waits.
+    sale.clock.advance(Duration::from_secs(10));
+    come_back(third).await;
+    sale.clock.advance(Duration::from_secs(6));
+    let tick = admission.tick(&sale.event, sale.clock.now()).await;
+    assert_eq!(tick.admitted, 1, "the 3rd, back in time");
+    assert_eq!(tick.status.serving, third);
+    assert!(tick.status.serving < fiftieth);
+    // At the configured rate (10 numbers a second) the frontier reaches the 50th within 5 s.
+    let later = sale.clock.now() + Duration::from_secs(6);
+    let tick = admission.tick(&sale.event, later).await;
+    assert_eq!((tick.admitted, tick.status.serving), (1, fiftieth));
+}

@@ -8,6 +8,13 @@
 //! installed with `cargo install --path cli`, runs without the source tree and from any working
 //! directory. The same directory keeps the moto venv and the services' logs: installed once,
 //! reused by every later run (and by every checkout, which share one venv instead of one each).
+//!
+//! Redis may be replaced while `lineup dev` runs: killed, and a new, empty server started on the
+//! same port by someone else (`lineup simulate --chaos restart@..`, or a person acting out a
+//! failover). The stack watches its port and carries on with whatever Redis answers there, says
+//! so, and stops that one too when it stops ([`LocalStack::stop`]).
+
+pub mod redis_server;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -18,6 +25,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
+use tokio::sync::oneshot;
 
 /// The installer's shell functions (`ensure_redis_server`, `ensure_moto`), as built.
 const LOCAL_STACK_SH: &str = include_str!("../../scripts/local-stack.sh");
@@ -145,9 +153,13 @@ fn write_if_changed(path: &Path, text: &str) -> Result<PathBuf, StackError> {
     Ok(path.to_path_buf())
 }
 
-/// The running services. Dropping it kills them; [`LocalStack::stop`] also waits for them.
+/// The running services. Dropping it kills them; [`LocalStack::stop`] also waits for them, and
+/// stops a Redis that took over the port.
 pub struct LocalStack {
     children: Vec<(&'static str, Child)>,
+    /// The redis-server it started, watched (see [`RedisKeeper`]).
+    redis: Option<RedisKeeper>,
+    redis_port: u16,
     pub redis_url: String,
     pub aws_endpoint_url: String,
 }
@@ -174,14 +186,19 @@ impl LocalStack {
 
         let mut stack = Self {
             children: Vec::new(),
+            redis: None,
+            redis_port: ports.redis,
             redis_url: format!("redis://127.0.0.1:{}", ports.redis),
             aws_endpoint_url: format!("http://127.0.0.1:{}", ports.moto),
         };
         let redis_log = local_dir.join(format!("dev-redis-{}.log", ports.redis));
+        // Dropped (killed) if it never answers.
         let redis = Command::new("redis-server")
-            .args(["--port", &ports.redis.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--logfile"])
-            .arg(&redis_log)
+            .args(redis_server::server_args(
+                ports.redis,
+                redis_server::LOOPBACK,
+                &redis_log,
+            ))
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .spawn()
@@ -189,8 +206,14 @@ impl LocalStack {
                 program: "redis-server",
                 source,
             })?;
-        stack.children.push(("redis-server", redis));
-        wait_until("redis-server", ports.redis, &redis_log, redis_answers).await?;
+        wait_until(
+            "redis-server",
+            ports.redis,
+            &redis_log,
+            redis_server::answers,
+        )
+        .await?;
+        stack.redis = Some(RedisKeeper::start(redis, ports.redis));
 
         let moto_log = local_dir.join(format!("dev-moto-{}.log", ports.moto));
         let log_file = std::fs::File::create(&moto_log)
@@ -217,14 +240,157 @@ impl LocalStack {
         Ok(stack)
     }
 
-    /// Stops every process it started and waits for each to exit.
+    /// Stops every process it started and waits for each to exit; then a Redis that took over
+    /// its port, if one did.
     pub async fn stop(mut self) {
+        if let Some(redis) = self.redis.take() {
+            redis.stop().await;
+        }
         for (name, child) in &mut self.children {
             if let Err(error) = child.kill().await {
                 tracing::warn!(service = *name, error = %error, "could not stop");
             }
         }
         self.children.clear();
+        stop_replacement(self.redis_port).await;
+    }
+}
+
+/// Stops whatever Redis still answers on `lineup dev`'s Redis port once its own is stopped: one
+/// that replaced it (`lineup simulate --chaos restart@..` starts it detached, so that it outlives
+/// the simulation and goes on serving this dev server; or a person did). The port was free when
+/// `lineup dev` started (it refuses a taken one) and is its `--redis-port`, so a Redis answering
+/// there now took over from the one it started: it is part of the stack, and Ctrl-C stopping
+/// "everything" stops it too. `SHUTDOWN NOSAVE` first (it keeps nothing anyway), then `SIGKILL`
+/// to the process id it gave if it is still there.
+async fn stop_replacement(port: u16) {
+    if !redis_server::answers(port).await {
+        return;
+    }
+    let pid = redis_server::inspect(port)
+        .await
+        .ok()
+        .map(|found| found.pid);
+    eprintln!(
+        "lineup dev: stopping the Redis that took over :{port}{}",
+        pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+    );
+    if let Err(error) = redis_server::shutdown(port).await {
+        tracing::warn!(port, error = %error, "could not send SHUTDOWN NOSAVE");
+    }
+    if redis_server::wait_until_closed(port, Duration::from_secs(5)).await {
+        return;
+    }
+    if let Some(pid) = pid {
+        if let Err(error) = redis_server::kill(pid).await {
+            tracing::warn!(port, pid, error = %error, "could not kill the Redis");
+        }
+        if redis_server::wait_until_closed(port, Duration::from_secs(2)).await {
+            return;
+        }
+    }
+    tracing::warn!(
+        port,
+        "a Redis still answers on the port after SHUTDOWN NOSAVE and SIGKILL"
+    );
+}
+
+/// The redis-server `lineup dev` started, watched until the stack stops: when it exits (killed,
+/// as a failed node is) the dev server serves on (what needs Redis answers 503, every Redis
+/// connection reconnects on its own), and when a Redis answers on the port again (a new, empty
+/// one: a failover) it carries on with it. Both are said on stderr. Dropping it kills the child.
+struct RedisKeeper {
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// How often the keeper knocks on the Redis port.
+const REDIS_WATCH_EVERY: Duration = Duration::from_millis(500);
+
+impl RedisKeeper {
+    fn start(child: Child, port: u16) -> Self {
+        let (stop, stopped) = oneshot::channel();
+        Self {
+            stop: Some(stop),
+            task: tokio::spawn(keep_redis(child, port, stopped)),
+        }
+    }
+
+    /// Stops its redis-server (if still running) and waits for it to exit.
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for RedisKeeper {
+    fn drop(&mut self) {
+        // Drops the child with the task: `kill_on_drop` kills it.
+        self.task.abort();
+    }
+}
+
+async fn keep_redis(child: Child, port: u16, mut stopped: oneshot::Receiver<()>) {
+    // Which Redis answers on the port, by process id (`None`: none does). Knocked on every
+    // tick: a failover can be over well within one, so a new process id is a replacement too.
+    let mut answering = child.id();
+    let mut child = Some(child);
+    // The loss was said already (the child's exit), so the port going quiet is not said again.
+    let mut loss_said = false;
+    let mut every = tokio::time::interval(REDIS_WATCH_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = &mut stopped => break,
+            exit = exit_of(&mut child) => {
+                child = None;
+                loss_said = true;
+                eprintln!(
+                    "lineup dev: the redis-server it started on :{port} exited ({exit}); serving \
+                     on: what needs Redis answers 503 until a Redis answers on :{port} again"
+                );
+            }
+            _ = every.tick() => {
+                let now = redis_server::process_id(port).await;
+                match (answering, now) {
+                    (Some(_), None) if !loss_said => eprintln!(
+                        "lineup dev: no Redis answers on :{port} any more; serving on: what needs \
+                         Redis answers 503 until one answers there again"
+                    ),
+                    (before, Some(pid)) if before != Some(pid) => {
+                        loss_said = false;
+                        let replaced = before
+                            .map(|before| format!(" in place of pid {before}"))
+                            .unwrap_or_default();
+                        eprintln!(
+                            "lineup dev: a new Redis answers on :{port} (pid {pid}{replaced}): \
+                             carrying on with it (what the old one held is gone, as after a \
+                             failover; Ctrl-C stops this one too)"
+                        );
+                    }
+                    _ => {}
+                }
+                answering = now;
+            }
+        }
+    }
+    if let Some(mut child) = child {
+        if let Err(error) = child.kill().await {
+            tracing::warn!(service = "redis-server", error = %error, "could not stop");
+        }
+    }
+}
+
+/// How the child exited, once it has; never, without one.
+async fn exit_of(child: &mut Option<Child>) -> String {
+    match child {
+        Some(child) => match child.wait().await {
+            Ok(status) => status.to_string(),
+            Err(error) => format!("could not tell how: {error}"),
+        },
+        None => std::future::pending().await,
     }
 }
 
@@ -279,16 +445,6 @@ where
         waited,
         log: log.display().to_string(),
     })
-}
-
-async fn redis_answers(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)).await else {
-        return false;
-    };
-    let mut reply = [0u8; 7];
-    stream.write_all(b"PING\r\n").await.is_ok()
-        && stream.read_exact(&mut reply).await.is_ok()
-        && &reply == b"+PONG\r\n"
 }
 
 async fn moto_answers(port: u16) -> bool {

@@ -58,6 +58,10 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
                 eprintln!("simulate: an invariant does not hold");
                 return Ok(ExitCode::FAILURE);
             }
+            if !report.chaos_carried_out() {
+                eprintln!("simulate: a --chaos fault was not done as planned");
+                return Ok(ExitCode::FAILURE);
+            }
         }
         Command::Plan(args) => println!("{}", plan::run(&args)?),
         Command::VerifyDraw(args) => {

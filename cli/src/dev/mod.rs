@@ -10,6 +10,12 @@
 //!
 //! Beside it run the schedules ([`schedules`]: admission, expiry) and the outbox pump
 //! ([`crate::stream_pump`]). Ctrl-C stops all of it, and the services it started.
+//!
+//! Its Redis may be lost while it runs: flushed, or killed and replaced by a new, empty server on
+//! the same port (a failover; `lineup simulate --chaos flush@..,restart@..` acts both out). It
+//! serves on: the Redis connections reconnect on their own, the background loops retry each
+//! tick, and the stack says when its Redis went and which one answers now
+//! ([`crate::local_stack`]); Ctrl-C stops a replacement too.
 
 pub mod api_gateway;
 pub mod edge_cache;

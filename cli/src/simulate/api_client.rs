@@ -14,6 +14,7 @@ use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
+use super::answer_log::{AnswerLog, Recorded};
 use super::latency::LatencyRecorder;
 use crate::dev::ticket_desk::Ticket;
 
@@ -183,6 +184,11 @@ impl CallError {
         }
     }
 
+    /// Whether this is a 404 with the error code `code`.
+    pub fn is_not_found(&self, code: &str) -> bool {
+        matches!(self, Self::Unexpected { status: 404, code: Some(found), .. } if found == code)
+    }
+
     /// The answer's body, when there was one (shown once per kind in the report).
     pub fn body(&self) -> Option<&str> {
         match self {
@@ -296,6 +302,8 @@ pub struct Api {
     latency: Arc<LatencyRecorder>,
     unavailable: AtomicU64,
     server_errors: AtomicU64,
+    /// Every answer in time, when kept (a chaos run).
+    answers: Option<Arc<AnswerLog>>,
 }
 
 impl Api {
@@ -317,7 +325,31 @@ impl Api {
             latency,
             unavailable: AtomicU64::new(0),
             server_errors: AtomicU64::new(0),
+            answers: None,
         })
+    }
+
+    /// Keeps every answer (and every request that got none) in `log`, with when it was sent
+    /// and answered.
+    pub fn keep_answers(&mut self, log: Arc<AnswerLog>) {
+        self.answers = Some(log);
+    }
+
+    fn keep(&self, route: &'static str, sent: Instant, status: Option<StatusCode>, body: &str) {
+        let Some(log) = &self.answers else {
+            return;
+        };
+        let code = status
+            .filter(|status| !status.is_success())
+            .and_then(|_| serde_json::from_str::<ErrorEnvelope>(body).ok())
+            .and_then(|envelope| envelope.error.code);
+        log.record(Recorded {
+            route,
+            sent,
+            answered: Instant::now(),
+            status: status.map(|status| status.as_u16()),
+            code,
+        });
     }
 
     pub fn base(&self) -> &str {
@@ -356,6 +388,7 @@ impl Api {
                 Ok(response) => response,
                 Err(source) => {
                     self.latency.record(call.route, started.elapsed());
+                    self.keep(call.route, started, None, "");
                     network_attempts += 1;
                     if call.repeatable && network_attempts < NETWORK_ATTEMPTS {
                         tokio::time::sleep(Duration::from_millis(500 * network_attempts as u64))
@@ -377,10 +410,17 @@ impl Api {
                 .map(Duration::from_secs);
             let body = response.text().await;
             self.latency.record(call.route, started.elapsed());
-            let body = body.map_err(|source| CallError::Network {
-                route: call.route,
-                source,
-            })?;
+            let body = match body {
+                Ok(body) => body,
+                Err(source) => {
+                    self.keep(call.route, started, None, "");
+                    return Err(CallError::Network {
+                        route: call.route,
+                        source,
+                    });
+                }
+            };
+            self.keep(call.route, started, Some(status), &body);
             if status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE {
                 self.server_errors.fetch_add(1, Ordering::Relaxed);
             }
@@ -423,13 +463,8 @@ impl Api {
         }
     }
 
-    /// `None`: the server knows no entry of the caller's under this id.
-    pub async fn poll(
-        &self,
-        jwt: &str,
-        event: &str,
-        queue_id: &str,
-    ) -> Result<Option<Standing>, CallError> {
+    /// Where the caller stands, by its ticket.
+    pub async fn poll(&self, jwt: &str, event: &str, queue_id: &str) -> Result<Polled, CallError> {
         let answer = self
             .send(Call::to(
                 routes::poll(),
@@ -438,11 +473,13 @@ impl Api {
             ))
             .await?;
         match answer.status {
-            StatusCode::OK => Standing::from_answer(&answer).map(Some),
+            StatusCode::OK => Standing::from_answer(&answer).map(Polled::Standing),
             StatusCode::NOT_FOUND
                 if answer.error().code.as_deref() == Some("queue_entry_not_found") =>
             {
-                Ok(None)
+                Ok(Polled::EntryNotFound {
+                    retry_after: answer.retry_after,
+                })
             }
             _ => Err(answer.unexpected()),
         }
@@ -738,6 +775,16 @@ struct StandingBody {
     entrant: Option<String>,
     eta_seconds: Option<u64>,
     access_token: Option<String>,
+}
+
+/// What a poll said.
+#[derive(Debug)]
+pub enum Polled {
+    Standing(Standing),
+    /// 404 `queue_entry_not_found`: the server knows no entry of the caller's under this ticket.
+    EntryNotFound {
+        retry_after: Option<Duration>,
+    },
 }
 
 /// Where a customer stands, as join and poll tell it.

@@ -82,4 +82,10 @@ pub enum SimulateError {
 
     #[error("cannot encode the report as JSON")]
     EncodeReport(#[source] serde_json::Error),
+
+    #[error("--chaos cannot act on the dev server's Redis")]
+    Chaos(#[source] super::chaos::TargetError),
+
+    #[error("the chaos task panicked (a simulator bug)")]
+    ChaosPanicked,
 }

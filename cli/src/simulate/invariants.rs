@@ -61,6 +61,10 @@ pub struct QueueFacts {
     /// Pre-queue entrants the published draw did not list, whom the origin still said were in
     /// the pre-queue: (customer, how many times).
     pub left_out_of_draw: Vec<(String, u32)>,
+    /// Customers a restore put back at the front of the queue after admission had passed their
+    /// number, whose number no status published before the restore showed called: (customer,
+    /// number, claims answered `waiting` since). Not passed over (see `Requeued`).
+    pub requeued: Vec<(String, u64, u32)>,
 }
 
 impl QueueFacts {
@@ -99,6 +103,37 @@ impl QueueFacts {
                     .push((id.clone(), number, wait.passed_over));
             }
         }
+        // A customer a restore put back in the queue after its number passed was told to wait
+        // by design, unless its number had been called before the loss: then the restore had to
+        // admit it, and every `waiting` since (the restore's own poll included) is a called
+        // number told to wait. "Called" as this check means it: shown called by a status, here
+        // any status published before the restore that any customer read.
+        for customer in customers {
+            let Some(requeued) = &customer.wait.requeued else {
+                continue;
+            };
+            let called_before = distinct
+                .iter()
+                .filter(|(updated_at, _)| *updated_at < requeued.restored_at)
+                .map(|(_, serving)| *serving)
+                .max()
+                .unwrap_or(0);
+            let id = customer.customer_id.clone();
+            if requeued.number <= called_before {
+                facts
+                    .passed_over
+                    .push((id, requeued.number, requeued.told_to_wait + 1));
+            } else if customer.outcome == Outcome::PassedOver {
+                // At the front, yet never admitted in all its claims.
+                facts
+                    .passed_over
+                    .push((id, requeued.number, requeued.told_to_wait));
+            } else {
+                facts
+                    .requeued
+                    .push((id, requeued.number, requeued.told_to_wait));
+            }
+        }
         facts.statuses_read = distinct.len();
         facts.highest_serving = distinct
             .iter()
@@ -123,6 +158,12 @@ pub struct RunFacts {
     pub desk_caught_up: bool,
     /// 5xx answers, other than the 503s that were retried.
     pub server_errors: u64,
+    /// Customers answered 404 `event_not_found` for their own event (which exists), who kept
+    /// their ticket and asked again, as the page does: (customer, how many times). Before
+    /// customers asked again, that answer ended the visit `Failed`, which failed this check;
+    /// asking again must not hide it, so it is counted here and fails the check the same way,
+    /// whether or not a later answer was better.
+    pub event_not_found: Vec<(String, u32)>,
 }
 
 impl RunFacts {
@@ -142,6 +183,11 @@ impl RunFacts {
                     facts.unconfirmed.push(order_id.clone())
                 }
                 _ => {}
+            }
+            if customer.wait.event_not_found > 0 {
+                facts
+                    .event_not_found
+                    .push((customer.customer_id.clone(), customer.wait.event_not_found));
             }
         }
         facts
@@ -589,6 +635,15 @@ pub fn the_run_was_sound(observed: &Observed<'_>) -> InvariantCheck {
             format!("{} answers were 5xx (not 503)", run.server_errors),
         );
     }
+    for (customer, times) in &run.event_not_found {
+        problems.add(
+            "customer told its event does not exist",
+            format!(
+                "{customer} was answered 404 event_not_found {times} time(s) (kept its ticket and \
+                 asked again)"
+            ),
+        );
+    }
     problems.verdict(
         "the run itself was sound",
         format!(
@@ -731,18 +786,23 @@ pub fn called_in_number_order(observed: &Observed<'_>) -> InvariantCheck {
             ),
         );
     }
-    problems.verdict(
-        "customers were called in number order",
-        format!(
-            "{} numbers, each held by one customer; no pre-queue entrant left out of the draw; \
-             servingUpTo never went back in what a customer read ({} statuses, up to {}); none \
-             of the {} customers who saw their number called was told to wait on",
-            holders.len(),
-            queue.statuses_read,
-            queue.highest_serving,
-            queue.called.len()
-        ),
-    )
+    let mut ok = format!(
+        "{} numbers, each held by one customer; no pre-queue entrant left out of the draw; \
+         servingUpTo never went back in what a customer read ({} statuses, up to {}); none of \
+         the {} customers who saw their number called was told to wait on",
+        holders.len(),
+        queue.statuses_read,
+        queue.highest_serving,
+        queue.called.len()
+    );
+    if !queue.requeued.is_empty() {
+        ok.push_str(&format!(
+            " ({} put back at the front of the queue by a restore after admission passed their \
+             number, not called before the loss, waited for a place)",
+            queue.requeued.len()
+        ));
+    }
+    problems.verdict("customers were called in number order", ok)
 }
 
 #[cfg(test)]
@@ -863,6 +923,7 @@ mod tests {
                     called: vec![("c1".into(), 1), ("c2".into(), 2)],
                     passed_over: Vec::new(),
                     left_out_of_draw: Vec::new(),
+                    requeued: Vec::new(),
                 },
             }
         }
@@ -1269,6 +1330,71 @@ mod tests {
         assert!(data.detail(8).contains(
             "c2 (number 2) claimed after the status showed it called and was told to wait, 3 \
              time(s)"
+        ));
+    }
+
+    #[test]
+    fn a_customer_told_its_event_does_not_exist_fails_the_sixth_even_if_it_asked_again() {
+        let mut data = Data::healthy();
+        data.run.event_not_found.push(("c4".into(), 2));
+        assert_eq!(data.failing(), vec![6]);
+        assert_eq!(
+            data.detail(6),
+            "1 problem(s): 1 × customer told its event does not exist (c4 was answered 404 \
+             event_not_found 2 time(s) (kept its ticket and asked again))"
+        );
+        let mut told = customer("c4", Outcome::LeftWhenAdmitted, None);
+        told.wait.event_not_found = 2;
+        assert_eq!(
+            RunFacts::of(&[told]).event_not_found,
+            vec![("c4".into(), 2)]
+        );
+    }
+
+    #[test]
+    fn a_customer_requeued_by_a_restore_is_passed_over_only_if_its_number_was_shown_called() {
+        use super::super::waiting::{Requeued, WaitLog};
+        // Statuses published before the restore (at 10) showed up to 5 called; after it, 9.
+        let mut reader = customer("c1", Outcome::LeftWhenAdmitted, None);
+        reader.wait = WaitLog {
+            number: Some(3),
+            statuses: vec![(at(4), 5), (at(12), 9)],
+            ..WaitLog::default()
+        };
+        let requeued = |id: &str, number: u64, outcome: Outcome| {
+            let mut c = customer(id, outcome, None);
+            c.wait = WaitLog {
+                number: Some(number),
+                called_at: Some(std::time::Instant::now()),
+                requeued: Some(Requeued {
+                    restored_at: at(10),
+                    number,
+                    told_to_wait: 2,
+                }),
+                ..WaitLog::default()
+            };
+            c
+        };
+        let facts = QueueFacts::of(&[
+            reader,
+            // 7 was not shown called before the restore: waiting at the front is its due.
+            requeued("c7", 7, Outcome::LeftWhenAdmitted),
+            // 5 was: the restore had to admit it (its own poll counts too).
+            requeued("c5", 5, Outcome::LeftWhenAdmitted),
+            // 8, never admitted in all its claims.
+            requeued("c8", 8, Outcome::PassedOver),
+        ]);
+        assert_eq!(facts.requeued, vec![("c7".into(), 7, 2)]);
+        assert_eq!(
+            facts.passed_over,
+            vec![("c5".into(), 5, 3), ("c8".into(), 8, 2)]
+        );
+        let mut data = Data::healthy();
+        data.queue.requeued = facts.requeued;
+        assert_eq!(data.failing(), Vec::<usize>::new());
+        assert!(data.detail(8).ends_with(
+            "(1 put back at the front of the queue by a restore after admission passed their \
+             number, not called before the loss, waited for a place)"
         ));
     }
 

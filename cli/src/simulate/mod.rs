@@ -10,8 +10,15 @@
 //! pre-queue), let the crowd in (each customer a task with its own seeded behaviour, while the
 //! server's traffic counts are sampled), let the sale settle (wait for the ticket desk, read the
 //! tables at one moment), check and report.
+//!
+//! With `--chaos` ([`chaos`]), faults are done to the dev server's Redis on schedule beside the
+//! crowd (a flush, a failover to an empty server), every answer is kept in time
+//! ([`answer_log`]), and the report says what fired when and what each fault cost; every check
+//! is evaluated as in any run.
 
+mod answer_log;
 mod api_client;
+pub mod chaos;
 mod customer;
 mod desk;
 mod error;
@@ -109,6 +116,14 @@ pub struct SimulateArgs {
     /// Also write the report as JSON to this file.
     #[arg(long, value_name = "PATH")]
     pub report_json: Option<PathBuf>,
+    /// Faults to do to the dev server's Redis while the crowd shops, each at an offset from the
+    /// crowd's start (the origin of --ramp): `flush` (FLUSHALL) or `restart` (kill the
+    /// redis-server, start an empty one on its port: a failover to an empty node; the dev server
+    /// stops it with the rest). E.g. `flush@25s,restart@1m`; offsets like 25s, 1m, 1m30s, 500ms.
+    /// The report says what fired when, and each fault's 503s per route and seconds until
+    /// joins, polls and holds succeeded again; the run fails if a fault could not be done.
+    #[arg(long, value_name = "ACTION@OFFSET,...", value_parser = chaos::ChaosPlan::parse)]
+    pub chaos: Option<chaos::ChaosPlan>,
 }
 
 /// How long a payer waits for the order to show PAID.
@@ -152,7 +167,26 @@ pub async fn run(args: SimulateArgs) -> Result<SimulationReport, SimulateError> 
     let counters = Arc::new(LiveCounters::default());
     let progress = show_progress(&args, &sale, Arc::clone(&counters));
     let sampler = Sampler::start(Arc::clone(&sale.api), sale.stack.info.traffic.clone());
-    let crowd = let_the_crowd_in(&args, &sale, counters).await;
+    // The crowd's start: the origin of the arrivals and of the chaos plan's offsets.
+    let origin = Instant::now();
+    let (crowd_done, crowd_done_heard) = watch::channel(false);
+    let chaos = match (&args.chaos, &sale.chaos_target) {
+        (Some(plan), Some(target)) => Some(tokio::spawn(chaos::run(
+            plan.clone(),
+            target.clone(),
+            origin,
+            progress.notes(true),
+            crowd_done_heard,
+        ))),
+        _ => None,
+    };
+    let crowd = let_the_crowd_in(&args, &sale, counters, origin).await;
+    let crowd_end = Instant::now();
+    crowd_done.send_replace(true);
+    let fired = match chaos {
+        Some(task) => Some(task.await.map_err(|_| SimulateError::ChaosPanicked)?),
+        None => None,
+    };
     let traffic_after = origin_traffic::read(&sale.api).await;
     let traffic = match traffic_after {
         Ok(after) => Ok(sampler.finish(after).await),
@@ -162,11 +196,19 @@ pub async fn run(args: SimulateArgs) -> Result<SimulationReport, SimulateError> 
     progress.phase("waiting for the ticket desk to hear of every sale, then reading the tables");
     let settled = settle(&args, &sale).await;
     progress.finish();
-    let closed = sale.stack.close_event(&sale.event).await;
+    let closed = match sale.stack.close_event(&sale.event).await {
+        // After a restart, the first command on the simulation's own Redis connection fails
+        // while it reconnects to the new server: once more.
+        Err(_) if fired.is_some() => {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            sale.stack.close_event(&sale.event).await
+        }
+        closed => closed,
+    };
     let settled = settled?;
 
     let mut notes = notes(&args, &sale, &crowd, &settled, closed.err());
-    let origin = match traffic {
+    let origin_figures = match traffic {
         Ok(samples) => OriginTraffic::of(&samples, crowd.joined()),
         Err(error) => {
             notes.push(format!(
@@ -175,15 +217,27 @@ pub async fn run(args: SimulateArgs) -> Result<SimulationReport, SimulateError> 
             None
         }
     };
-    let report = check_and_report(
+    let chaos = match (&args.chaos, fired) {
+        (Some(plan), Some(fired)) => Some(chaos_report(
+            plan,
+            &fired,
+            &sale,
+            origin,
+            crowd_end,
+            &crowd.customers,
+        )),
+        _ => None,
+    };
+    let mut report = check_and_report(
         &args,
         &sale,
         crowd,
         settled,
-        origin,
+        origin_figures,
         notes,
         started.elapsed(),
     );
+    report.chaos = chaos;
     if let Some(path) = &args.report_json {
         write_json(&report, path).await?;
     }
@@ -202,16 +256,34 @@ struct Sale {
     prices: HashMap<String, i64>,
     /// The crowd's seed.
     seed: u64,
+    /// Where `--chaos` does its faults (the dev server's Redis), when it is given.
+    chaos_target: Option<chaos::Target>,
+    /// Every answer in time, kept for `--chaos`.
+    answers: Option<Arc<answer_log::AnswerLog>>,
 }
 
 /// Finds the dev server and its stack, seeds a fresh event's seats and opens its queue.
 async fn set_up(args: &SimulateArgs) -> Result<Sale, SimulateError> {
     let latency = Arc::new(LatencyRecorder::default());
     let pool = args.users.clamp(16, 1024);
-    let api = Arc::new(
-        Api::new(&args.api, pool, Arc::clone(&latency)).map_err(SimulateError::HttpClient)?,
-    );
+    let mut api =
+        Api::new(&args.api, pool, Arc::clone(&latency)).map_err(SimulateError::HttpClient)?;
+    let answers = args.chaos.as_ref().map(|_| {
+        let log = Arc::new(answer_log::AnswerLog::default());
+        api.keep_answers(Arc::clone(&log));
+        log
+    });
+    let api = Arc::new(api);
     let stack = Stack::find(&api).await?;
+    // Before the event is made: a plan the stack cannot take is refused first.
+    let chaos_target = match &args.chaos {
+        Some(plan) => Some(
+            chaos::Target::find(plan, &stack.info.redis_url)
+                .await
+                .map_err(SimulateError::Chaos)?,
+        ),
+        None => None,
+    };
     let event = new_event()?;
     let sections = crate::venue::parse_sections(&args.sections)?;
     let venue = lineup::layout::SeatLayout::from_seats(&crate::venue::layout(
@@ -240,6 +312,8 @@ async fn set_up(args: &SimulateArgs) -> Result<Sale, SimulateError> {
             .map(|(_, seat)| (seat.seat_id.as_str().to_owned(), seat.price))
             .collect(),
         seed: args.seed.unwrap_or_else(rand::random),
+        chaos_target,
+        answers,
     })
 }
 
@@ -302,7 +376,12 @@ impl Crowd {
 
 /// Lets the customers loose, each a task with its own seeded behaviour, and waits for them all
 /// (at most `--timeout`).
-async fn let_the_crowd_in(args: &SimulateArgs, sale: &Sale, counters: Arc<LiveCounters>) -> Crowd {
+async fn let_the_crowd_in(
+    args: &SimulateArgs,
+    sale: &Sale,
+    counters: Arc<LiveCounters>,
+    started: Instant,
+) -> Crowd {
     let info = &sale.stack.info;
     let context = Arc::new(Context {
         api: Arc::clone(&sale.api),
@@ -315,7 +394,6 @@ async fn let_the_crowd_in(args: &SimulateArgs, sale: &Sale, counters: Arc<LiveCo
         sale_over: watch::channel(false).0,
     });
     let late_payment_possible = late_payment_possible(info.hold_seconds);
-    let started = Instant::now();
     let mut tasks = JoinSet::new();
     for n in 0..args.users {
         let mut rng = StdRng::seed_from_u64(customer_seed(sale.seed, n));
@@ -516,7 +594,28 @@ fn check_and_report(
         problems: Problem::group(&customers),
         invariants,
         notes,
+        // Filled in by the caller when there was chaos.
+        chaos: None,
     }
+}
+
+/// What the faults did and cost: each from when it fired to the next (or the crowd's end).
+fn chaos_report(
+    plan: &chaos::ChaosPlan,
+    fired: &[chaos::Fired],
+    sale: &Sale,
+    origin: Instant,
+    crowd_end: Instant,
+    customers: &[CustomerReport],
+) -> chaos::ChaosReport {
+    let answers = sale
+        .answers
+        .as_ref()
+        .map(|log| log.answers())
+        .unwrap_or_default();
+    let faults: Vec<Instant> = fired.iter().filter_map(|fired| fired.at).collect();
+    let impacts = answer_log::impacts(&answers, &faults, crowd_end.max(origin));
+    chaos::ChaosReport::of(plan, fired, impacts, origin, customers)
 }
 
 async fn write_json(

@@ -66,6 +66,41 @@ impl ProgressMode {
     }
 }
 
+/// Says lines above the progress display, from any task.
+#[derive(Clone)]
+pub struct Notes {
+    mode: ProgressMode,
+    multi: MultiProgress,
+    started: Instant,
+    always: bool,
+}
+
+impl Notes {
+    /// Says nothing (for tests).
+    #[cfg(test)]
+    pub fn silent() -> Self {
+        Self {
+            mode: ProgressMode::Off,
+            multi: MultiProgress::with_draw_target(ProgressDrawTarget::hidden()),
+            started: Instant::now(),
+            always: false,
+        }
+    }
+
+    pub fn note(&self, message: &str) {
+        let stamped = || format!("[{:>4}s] {message}", self.started.elapsed().as_secs());
+        match self.mode {
+            ProgressMode::Bars => {
+                // Printing fails only when stderr is gone; there is nobody to tell then.
+                let _ = self.multi.println(message);
+            }
+            ProgressMode::Lines => eprintln!("{}", stamped()),
+            ProgressMode::Off if self.always => eprintln!("{}", stamped()),
+            ProgressMode::Off => {}
+        }
+    }
+}
+
 /// The display, refreshed by a background task until [`Progress::finish`].
 pub struct Progress {
     mode: ProgressMode,
@@ -152,15 +187,18 @@ impl Progress {
 
     /// A line above the bars (or on its own without them).
     pub fn note(&self, message: &str) {
-        match self.mode {
-            ProgressMode::Bars => {
-                // Printing fails only when stderr is gone; there is nobody to tell then.
-                let _ = self.multi.println(message);
-            }
-            ProgressMode::Lines => {
-                eprintln!("[{:>4}s] {message}", self.started.elapsed().as_secs())
-            }
-            ProgressMode::Off => {}
+        self.notes(false).note(message);
+    }
+
+    /// A handle for saying lines from another task, as [`Progress::note`] does. `always`: said
+    /// on stderr even with `--no-progress` (what the run does to the stack, such as a chaos
+    /// fault, is worth a line in any case).
+    pub fn notes(&self, always: bool) -> Notes {
+        Notes {
+            mode: self.mode,
+            multi: self.multi.clone(),
+            started: self.started,
+            always,
         }
     }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use super::chaos::ChaosReport;
 use super::customer::{CustomerReport, Outcome};
 pub use super::eta_accuracy::{EtaAccuracy, EtaError};
 pub use super::invariants::InvariantCheck;
@@ -37,6 +38,9 @@ pub struct SimulationReport {
     pub problems: Vec<Problem>,
     pub invariants: Vec<InvariantCheck>,
     pub notes: Vec<String>,
+    /// What `--chaos` did to the dev server's Redis, and what each fault cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chaos: Option<ChaosReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -324,6 +328,11 @@ impl SimulationReport {
         !self.invariants.is_empty() && self.invariants.iter().all(|check| check.passed)
     }
 
+    /// Whether every fault `--chaos` planned was done (true without `--chaos`).
+    pub fn chaos_carried_out(&self) -> bool {
+        self.chaos.as_ref().is_none_or(ChaosReport::carried_out)
+    }
+
     /// The human-readable report, on stdout.
     pub fn print(&self) {
         print!("{}", self.render());
@@ -469,6 +478,10 @@ impl SimulationReport {
                 }
             }
         }
+        if let Some(chaos) = &self.chaos {
+            line(String::new());
+            chaos.render(&mut line);
+        }
         if !self.notes.is_empty() {
             line(String::new());
             line("Notes".to_owned());
@@ -495,6 +508,9 @@ impl SimulationReport {
                 "INVARIANTS BROKEN"
             }
         ));
+        if !self.chaos_carried_out() {
+            line("  => A CHAOS FAULT WAS NOT DONE AS PLANNED (see Chaos above)".to_owned());
+        }
         out
     }
 }
@@ -535,6 +551,7 @@ mod tests {
             problems: Vec::new(),
             invariants,
             notes: Vec::new(),
+            chaos: None,
         }
     }
 

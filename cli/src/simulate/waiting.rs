@@ -4,6 +4,12 @@
 //! number is called (and once after a cache loss the status announces, if the ticket predates
 //! it: that poll puts the customer back). What the customer was told on the way (each ETA, when
 //! its number was called, the statuses it read) is kept for the report and the order check.
+//!
+//! Through a cache loss, a customer keeps its ticket, as the page does: a 404 for its ticket
+//! (`queue_entry_not_found`) or its event (`event_not_found`) is asked again after a while, a
+//! few times, before the customer believes it; a 503 is retried after its `Retry-After` (by the
+//! API client); and once the status announces a restore (`restoredAt`) that its ticket
+//! predates, one poll with the ticket puts it back.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -13,7 +19,7 @@ use rand::rngs::StdRng;
 use rand::RngExt;
 use tokio::sync::watch;
 
-use super::api_client::{Api, CallError, NumberedPlace, PreQueuePlace, Standing};
+use super::api_client::{Api, CallError, NumberedPlace, Polled, PreQueuePlace, Standing};
 use super::customer::Outcome;
 use super::persona::Patience;
 
@@ -27,6 +33,18 @@ pub const CHUNK_FETCH_SPREAD: Duration = Duration::from_secs(10);
 /// draw (a called number told to wait; an entrant the draw does not list told it is still in the
 /// pre-queue), before giving up. It never should: the order check reports each time.
 const CLAIM_ATTEMPTS: u32 = 3;
+
+/// How many 404s in a row for its ticket or its event a waiting customer takes before believing
+/// them (its place, or the event, gone), asking again after [`NOT_FOUND_PAUSE`] (or the
+/// answer's `Retry-After`) each time: a cache loss is over in seconds, and the page keeps the
+/// customer's ticket meanwhile rather than throw the place away.
+const NOT_FOUND_ATTEMPTS: u32 = 6;
+const NOT_FOUND_PAUSE: Duration = Duration::from_secs(5);
+
+/// How often a customer put back at the front of the queue by a restore after admission passed
+/// its number (see [`Requeued`]) claims and is told to wait before giving up (as passed over):
+/// at one claim per status read (5 s at the front), minutes; a place frees long before.
+const REQUEUED_CLAIMS: u32 = 40;
 
 /// What a customer was told while waiting.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -56,6 +74,34 @@ pub struct WaitLog {
     pub left_out_of_draw: u32,
     /// The restore (the status's `restoredAt`) this customer last polled for.
     pub restore_answered: Option<String>,
+    /// Polls with its ticket after a restore (one per restore).
+    pub restore_polls: u32,
+    /// Polls answered 404 `queue_entry_not_found`, each asked again after a while.
+    pub entry_not_found: u32,
+    /// Status reads and polls answered 404 `event_not_found` (its event exists: the contract
+    /// has no such answer for it), each asked again after a while.
+    pub event_not_found: u32,
+    /// Put back in the queue by a restore after admission had passed its number.
+    pub requeued: Option<Requeued>,
+}
+
+/// A customer a restore put back in the queue (`waiting`, at its number) after admission had
+/// passed that number, while the cache did not know it: it had not seen its number called on
+/// any status read before the restore, so by what it knew it was still waiting when the cache
+/// was lost. The restore is designed to put such a number back at the front of the queue, to be
+/// admitted as places free, not at once (`shared/src/place_restore.rs`); so its claims answered
+/// `waiting` from then on are counted here, not as passed over. Whether its number had in fact
+/// been called before the loss is decided over the whole crowd afterwards
+/// ([`super::invariants::QueueFacts`]): if any status published before the restore showed it
+/// called, the restore should have admitted it, and these claims count as passed over after
+/// all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requeued {
+    /// The restore (`restoredAt`) that put it back.
+    pub restored_at: SystemTime,
+    pub number: u64,
+    /// Claims answered `waiting` since (the restore's own poll not counted).
+    pub told_to_wait: u32,
 }
 
 /// One predicted admission time.
@@ -291,6 +337,11 @@ impl Waiter<'_> {
             if self.log.restore_to_answer(&status, &place.queue_id) {
                 return self.answer_restore(&status, &place.queue_id).await;
             }
+            // Put back at the front after its number passed: the status shows the number
+            // called for good, so the sale's end is read first (or it would claim on forever).
+            if self.log.requeued.is_some() && is_over(&status) {
+                return Ok(Step::Over(Outcome::ClosedWhileWaiting));
+            }
             if status.serving_up_to >= place.number {
                 self.log.called_at.get_or_insert(read_at);
                 // Told to wait on although called: the order check reports it.
@@ -303,6 +354,14 @@ impl Waiter<'_> {
                     Step::Next(Standing::PreQueue(again)) => again.read_status_after,
                     step => return Ok(step),
                 };
+                if let Some(requeued) = &mut self.log.requeued {
+                    // At the front of the queue, as the restore put it (see `Requeued`).
+                    requeued.told_to_wait += 1;
+                    if requeued.told_to_wait >= REQUEUED_CLAIMS {
+                        return Ok(Step::Over(Outcome::PassedOver));
+                    }
+                    continue;
+                }
                 self.log.passed_over += 1;
                 if self.log.passed_over >= CLAIM_ATTEMPTS {
                     return Ok(Step::Over(Outcome::PassedOver));
@@ -325,29 +384,88 @@ impl Waiter<'_> {
         status: &EventStatus,
         queue_id: &str,
     ) -> Result<Step, CallError> {
+        // Whether it saw its number called before this restore (the statuses it read so far).
+        let saw_called = self.log.called_at.is_some();
         self.log.restore_answered = status.restored_at.clone();
+        self.log.restore_polls += 1;
         if status.serving_up_to >= self.log.number.unwrap_or(u64::MAX) {
             self.log.called_at.get_or_insert_with(Instant::now);
         }
-        self.ask_origin(queue_id).await
+        let step = self.ask_origin(queue_id).await?;
+        if let Step::Next(Standing::Numbered(place)) = &step {
+            let restored_at = status.restored_at.as_deref().and_then(parse_rfc3339);
+            if let (false, None, Some(restored_at)) = (saw_called, &self.log.requeued, restored_at)
+            {
+                if place.serving_up_to >= place.number {
+                    self.log.requeued = Some(Requeued {
+                        restored_at,
+                        number: place.number,
+                        told_to_wait: 0,
+                    });
+                }
+            }
+        }
+        Ok(step)
     }
 
-    /// One poll of the origin: the claim, or a question on doubt.
+    /// One poll of the origin: the claim, or a question on doubt. A 404 for the ticket or the
+    /// event is asked again after a while (see [`NOT_FOUND_ATTEMPTS`]) before it is believed.
     async fn ask_origin(&mut self, queue_id: &str) -> Result<Step, CallError> {
-        self.log.origin_polls += 1;
-        let asked_at = Instant::now();
-        Ok(match self.api.poll(self.jwt, self.event, queue_id).await? {
-            Some(Standing::Numbered(place)) => {
-                self.log.answered(&place, asked_at);
-                Step::Next(Standing::Numbered(place))
+        let mut not_found = 0;
+        loop {
+            self.log.origin_polls += 1;
+            let asked_at = Instant::now();
+            let (retry_after, last_word) = match self.api.poll(self.jwt, self.event, queue_id).await
+            {
+                Ok(Polled::Standing(Standing::Numbered(place))) => {
+                    self.log.answered(&place, asked_at);
+                    return Ok(Step::Next(Standing::Numbered(place)));
+                }
+                Ok(Polled::Standing(standing)) => return Ok(Step::Next(standing)),
+                Ok(Polled::EntryNotFound { retry_after }) => {
+                    self.log.entry_not_found += 1;
+                    (retry_after, Ok(Step::Over(Outcome::EntryLost)))
+                }
+                Err(error) if error.is_not_found("event_not_found") => {
+                    self.log.event_not_found += 1;
+                    (None, Err(error))
+                }
+                Err(error) => return Err(error),
+            };
+            not_found += 1;
+            if not_found >= NOT_FOUND_ATTEMPTS {
+                return last_word;
             }
-            Some(standing) => Step::Next(standing),
-            None => Step::Over(Outcome::EntryLost),
-        })
+            self.pause_after_not_found(retry_after).await;
+        }
+    }
+
+    /// The pause before asking again after a 404: the answer's `Retry-After`, else
+    /// [`NOT_FOUND_PAUSE`], give or take a fifth (so a crowd does not come back at once).
+    async fn pause_after_not_found(&mut self, retry_after: Option<Duration>) {
+        let pause = retry_after
+            .unwrap_or(NOT_FOUND_PAUSE)
+            .mul_f64(self.rng.random_range(0.8..1.2));
+        self.sleep(pause).await;
     }
 
     async fn read_status(&mut self) -> Result<EventStatus, CallError> {
-        let status = self.api.status(self.event).await?;
+        let mut not_found = 0;
+        let status = loop {
+            match self.api.status(self.event).await {
+                Ok(status) => break status,
+                // The event is ours and exists: the cache lost it. Keep the ticket; read again.
+                Err(error) if error.is_not_found("event_not_found") => {
+                    self.log.event_not_found += 1;
+                    not_found += 1;
+                    if not_found >= NOT_FOUND_ATTEMPTS {
+                        return Err(error);
+                    }
+                    self.pause_after_not_found(None).await;
+                }
+                Err(error) => return Err(error),
+            }
+        };
         self.log.saw(&status);
         if is_over(&status) {
             self.sale_over.send_replace(true);
@@ -417,7 +535,16 @@ mod tests {
         let mut fake = fake.lock().unwrap();
         let path = uri.path().to_owned();
         fake.asked.push(format!("{method} {path}"));
-        let json = |body: Value| ([("Retry-After", "0")], axum::Json(body)).into_response();
+        // A canned `{"httpStatus": 404, "code": "..."}` is that error answer.
+        let json = |body: Value| match body["httpStatus"].as_u64() {
+            Some(status) => (
+                StatusCode::from_u16(status as u16).unwrap(),
+                [("Retry-After", "0")],
+                axum::Json(json!({"error": {"code": body["code"], "message": "canned"}})),
+            )
+                .into_response(),
+            None => ([("Retry-After", "0")], axum::Json(body)).into_response(),
+        };
         match (method, path.rsplit('/').nth(1)) {
             (Method::GET, _) if path.ends_with("/status") => json(next(&mut fake.statuses)),
             (Method::GET, Some("draw")) => json(fake.chunk.clone()),
@@ -572,6 +699,106 @@ mod tests {
         // The join's ETA is kept; the answers after the call are no predictions.
         assert_eq!(log.predictions.len(), 1);
         assert_eq!(log.predictions[0].source, PredictionSource::Answer);
+    }
+
+    fn not_found(code: &str) -> Value {
+        json!({"httpStatus": 404, "code": code})
+    }
+
+    fn admitted(queue_id: &str) -> Value {
+        json!({"status": "admitted", "queueId": queue_id, "accessToken": "t", "expiresAt": "x"})
+    }
+
+    #[tokio::test]
+    async fn a_ticket_answered_404_is_kept_and_presented_again_until_the_place_is_back() {
+        let fake = FakeApi {
+            statuses: VecDeque::from([
+                not_found("event_not_found"),
+                not_found("event_not_found"),
+                status_json("open", 5, true),
+            ]),
+            polls: VecDeque::from([
+                not_found("queue_entry_not_found"),
+                not_found("event_not_found"),
+                admitted("3.1.mac"),
+            ]),
+            ..FakeApi::default()
+        };
+        let (waited, log, asked) = wait_against(fake, Patience::Patient, numbered(3)).await;
+        assert!(matches!(waited, Waited::Admitted { .. }));
+        assert_eq!((log.entry_not_found, log.event_not_found), (1, 3));
+        assert_eq!((log.status_reads, log.origin_polls), (1, 3));
+        let polls: Vec<&String> = asked.iter().filter(|a| a.contains("/queue/")).collect();
+        assert_eq!(polls.len(), 3, "the same ticket each time: {polls:?}");
+        assert!(polls.iter().all(|a| a.ends_with("/queue/3.1.mac")));
+    }
+
+    #[tokio::test]
+    async fn a_ticket_still_unknown_after_asking_again_is_an_entry_lost() {
+        let fake = FakeApi {
+            statuses: VecDeque::from([status_json("open", 5, true)]),
+            polls: VecDeque::from([not_found("queue_entry_not_found")]),
+            ..FakeApi::default()
+        };
+        let (waited, log, _) = wait_against(fake, Patience::Patient, numbered(3)).await;
+        assert!(matches!(waited, Waited::Over(Outcome::EntryLost)));
+        assert_eq!(
+            (log.entry_not_found, log.origin_polls),
+            (NOT_FOUND_ATTEMPTS, NOT_FOUND_ATTEMPTS)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_restore_that_puts_a_passed_number_back_in_front_is_waited_out_not_passed_over() {
+        let restored = |serving| {
+            let mut status = status_json("open", serving, false);
+            status["restoredAt"] = json!("2026-12-01T10:00:00Z");
+            status
+        };
+        let waiting = json!({
+            "status": "waiting", "queueId": "9.1.mac", "number": 9, "servingUpTo": 12,
+            "etaSeconds": 0,
+        });
+        let fake = FakeApi {
+            // It last saw 4 called; then the restore, with admission past its number.
+            statuses: VecDeque::from([status_json("open", 4, false), restored(12), restored(13)]),
+            polls: VecDeque::from([
+                waiting.clone(),
+                waiting.clone(),
+                waiting,
+                admitted("9.1.mac"),
+            ]),
+            ..FakeApi::default()
+        };
+        let (waited, log, _) = wait_against(fake, Patience::Patient, numbered(9)).await;
+        assert!(matches!(waited, Waited::Admitted { .. }));
+        assert_eq!(log.passed_over, 0);
+        assert_eq!(log.restore_polls, 1);
+        let requeued = log.requeued.expect("put back in front");
+        assert_eq!((requeued.number, requeued.told_to_wait), (9, 2));
+        assert_eq!(
+            requeued.restored_at,
+            parse_rfc3339("2026-12-01T10:00:00Z").unwrap()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_restore_telling_a_number_seen_called_to_wait_is_still_passed_over() {
+        let mut restored = status_json("open", 12, false);
+        restored["restoredAt"] = json!("2026-12-01T10:00:00Z");
+        let fake = FakeApi {
+            // It saw 9 called (and was told to wait once), then the restore.
+            statuses: VecDeque::from([status_json("open", 10, false), restored]),
+            polls: VecDeque::from([json!({
+                "status": "waiting", "queueId": "9.1.mac", "number": 9, "servingUpTo": 12,
+                "etaSeconds": 0,
+            })]),
+            ..FakeApi::default()
+        };
+        let (waited, log, _) = wait_against(fake, Patience::Patient, numbered(9)).await;
+        assert!(matches!(waited, Waited::Over(Outcome::PassedOver)));
+        assert!(log.requeued.is_none());
+        assert_eq!(log.passed_over, CLAIM_ATTEMPTS);
     }
 
     #[tokio::test]

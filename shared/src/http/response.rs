@@ -57,7 +57,15 @@ struct ErrorDetail<'a> {
 /// client mistakes at a quieter level. The client never sees internal details.
 pub fn error(error: &LineupError) -> Response<Body> {
     let status = error.status();
-    if status.is_server_error() {
+    if matches!(
+        error,
+        LineupError::CacheRecovering
+            | LineupError::AvailabilityRebuilding
+            | LineupError::NumbersExhausted { .. }
+    ) {
+        // Expected for a few seconds after a cache loss (the alarm is EventMissingInCache).
+        tracing::warn!(code = error.code(), error = %error, "request deferred");
+    } else if status.is_server_error() {
         tracing::error!(code = error.code(), error = %error, source = ?std::error::Error::source(error), "request failed");
     } else {
         tracing::info!(code = error.code(), error = %error, "request refused");

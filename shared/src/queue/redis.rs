@@ -32,6 +32,11 @@ use crate::LineupError;
 
 /// How long a lapsed admission is remembered, so its owner's poll says `expired` rather than 404.
 const FORGET_LAPSED_AFTER: Duration = Duration::from_secs(60 * 60);
+/// After a restore, how long admission waits before it moves past the restored `serving`
+/// through the numbers handed out before the loss (then at the configured rate): the time for a
+/// waiting client to read the status (2 s cached, up to 5 s more while the CDN revalidates, read
+/// every 5 s at least) and present its ticket, which puts it back at its number first.
+pub const RESTORE_GRACE: Duration = Duration::from_secs(15);
 /// How long the join that takes the duty to reserve more numbers keeps it (if it dies, another
 /// join takes it over after this).
 const NUMBERS_TOP_UP_LOCK: Duration = Duration::from_secs(3);
@@ -409,6 +414,7 @@ impl Admitter for RedisQueue {
             .arg(FORGET_LAPSED_AFTER.as_millis() as u64)
             .arg(mode_arg)
             .arg(up_to)
+            .arg(RESTORE_GRACE.as_millis() as u64)
             .invoke_async(&mut connection)
             .await?;
         if matches!(reply.as_slice(), [status] if status == "no_event") {

@@ -8,15 +8,22 @@
 -- asks how far this tick would go (mode "plan": nothing is admitted, the reply's `serving` is
 -- where admission would stand), saves that as the durable cursor, then admits (mode "admit")
 -- up to what it saved (`serving_limit`). So a number shown as called survives any cache loss.
+-- After a restore the queue holds only those who came back; the others come back as they read
+-- the status. So that admission does not run past their numbers in the meantime, it moves
+-- through the numbers handed out before the loss no faster than the configured rate, starting
+-- `restore_grace_ms` after the restore (the time for a waiting client to read the status and
+-- present its ticket): the frontier `restored_serving + rate x (now - restored_at - grace)`,
+-- until it passes `restored_ceiling`, the last number the lost cache could have handed out.
 -- KEYS: settings, queue, active, admission, offered, prequeue, entrants
--- ARGV: now_ms, forget_lapsed_after_ms, mode ("plan" | "admit"), serving_limit ("" = none)
+-- ARGV: now_ms, forget_lapsed_after_ms, mode ("plan" | "admit"), serving_limit ("" = none),
+--       restore_grace_ms
 -- Reply: {"no_event"} | {admitted, shopping_after, waiting_after, serving, advance_rate|"", state,
 --         opens_at_ms, admit_per_sec, next_number, entrants|"", drawn (0|1), seats_left|"",
 --         draw_commitment|"", closed_reason|"", draw_seed, claim_ms, session_ms, restored_at_ms|""}
 -- (the seed goes back to the admitter, which shows it only once the draw is published)
 local s = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'max_active', 'admit_per_sec',
   'claim_ms', 'entrants', 'drawn', 'next_number', 'seats_left', 'draw_commitment', 'closed_reason',
-  'draw_seed', 'session_ms', 'restored_at_ms')
+  'draw_seed', 'session_ms', 'restored_at_ms', 'restored_serving', 'restored_ceiling')
 local state = s[1]
 if not state then return {'no_event'} end
 local opens_at, max_active = tonumber(s[2]), tonumber(s[3])
@@ -24,6 +31,12 @@ local opens_at, max_active = tonumber(s[2]), tonumber(s[3])
 local rate, claim = tonumber(s[4]), tonumber(s[5]) or 60000
 local now, forget_after = tonumber(ARGV[1]), tonumber(ARGV[2])
 local planning, limit = ARGV[3] == 'plan', tonumber(ARGV[4])
+local restored_at, restored_ceiling = tonumber(s[14]), tonumber(s[16])
+if restored_at and restored_ceiling then
+  local frontier = math.floor((tonumber(s[15]) or 0)
+    + math.max(0, now - restored_at - tonumber(ARGV[5])) * rate / 1000)
+  if frontier < restored_ceiling then limit = math.min(limit or frontier, frontier) end
+end
 
 -- Lapsed admissions and offers stay a while so their owner's poll says "expired"; then they go.
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. (now - forget_after))
@@ -65,8 +78,12 @@ if state == 'open' and now >= opens_at and s[7] then
   if planning then
     -- How far this tick would go: the number of the last customer it would admit.
     if budget > 0 then
-      local head = redis.call('ZRANGE', KEYS[2], budget - 1, budget - 1, 'WITHSCORES')
-      if #head == 0 then head = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES') end
+      local cap = limit or '+inf'
+      local head = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', cap, 'WITHSCORES', 'LIMIT',
+        budget - 1, 1)
+      if #head == 0 then
+        head = redis.call('ZREVRANGEBYSCORE', KEYS[2], cap, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      end
       if #head > 0 then serving = math.max(serving, tonumber(head[2])) end
     end
     return {0, shopping, redis.call('ZCARD', KEYS[2]), string.format('%.0f', serving),

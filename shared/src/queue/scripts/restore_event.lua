@@ -15,7 +15,8 @@ redis.call('HSET', KEYS[1], 'state', ARGV[1], 'opens_at_ms', ARGV[2], 'max_activ
   'admit_per_sec', ARGV[4], 'session_ms', ARGV[5], 'claim_ms', ARGV[6],
   'draw_seed', ARGV[8], 'draw_commitment', ARGV[9], 'next_number', ARGV[10],
   'number_ceiling', ARGV[10], 'number_block', '0',
-  'restored_at_ms', ARGV[15], 'restored_serving', ARGV[13], 'restored_lost_since_ms', ARGV[16])
+  'restored_at_ms', ARGV[15], 'restored_serving', ARGV[13], 'restored_lost_since_ms', ARGV[16],
+  'restored_ceiling', ARGV[10])
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'ticket_limit', ARGV[7]) end
 if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'entrants', ARGV[11]) end
 if ARGV[12] == '1' then redis.call('HSET', KEYS[1], 'drawn', '1') end
