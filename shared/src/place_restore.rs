@@ -197,7 +197,8 @@ impl Restorer {
     ) -> Result<TicketRestore, LineupError> {
         // `serving` is where admission stood when the event was restored: numbers up to it were
         // called before the loss (or about to be); numbers past it were waiting, and go back to
-        // the queue even if admission has passed them since (they are then next in line).
+        // the queue even if admission has passed them since (they are then next in line; admission moves
+        // through the pre-loss numbers slowly enough that this is rare: `admit_tick.lua`).
         let Some(context) = self.queue.restore_context(event, customer).await? else {
             return Ok(TicketRestore::Nothing);
         };
