@@ -599,7 +599,7 @@ impl ChaosReport {
             "  {} customers were put back in the queue by a restore after admission had passed \
              their number (none of their numbers shown called before the loss): at the front, \
              admitted as places freed; {} of them were told `waiting` on claiming since ({} \
-             claims, at most {} for one), not counted as passed over (see check 8)",
+             claims, at most {} for one); each counts as passed over in check 8",
             c.requeued_after_their_number_passed,
             c.requeued_and_told_to_wait,
             c.requeued_told_to_wait,

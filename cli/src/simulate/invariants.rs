@@ -103,11 +103,12 @@ impl QueueFacts {
                     .push((id.clone(), number, wait.passed_over));
             }
         }
-        // A customer a restore put back in the queue after its number passed was told to wait
-        // by design, unless its number had been called before the loss: then the restore had to
-        // admit it, and every `waiting` since (the restore's own poll included) is a called
-        // number told to wait. "Called" as this check means it: shown called by a status, here
-        // any status published before the restore that any customer read.
+        // A customer a restore put back in the queue after admission passed its number: if its
+        // number had been called before the loss, the restore had to admit it, and every
+        // `waiting` since (the restore's own poll included) is a called number told to wait.
+        // Otherwise admission passed it while it was on its way back, which the frontier after a
+        // restore (`admit_tick.lua`) exists to prevent: still a number called out of order, so it
+        // counts as passed over too (and is listed apart in the report).
         for customer in customers {
             let Some(requeued) = &customer.wait.requeued else {
                 continue;
@@ -129,6 +130,9 @@ impl QueueFacts {
                     .passed_over
                     .push((id, requeued.number, requeued.told_to_wait));
             } else {
+                facts
+                    .passed_over
+                    .push((id.clone(), requeued.number, requeued.told_to_wait.max(1)));
                 facts
                     .requeued
                     .push((id, requeued.number, requeued.told_to_wait));
@@ -795,13 +799,6 @@ pub fn called_in_number_order(observed: &Observed<'_>) -> InvariantCheck {
         queue.highest_serving,
         queue.called.len()
     );
-    if !queue.requeued.is_empty() {
-        ok.push_str(&format!(
-            " ({} put back at the front of the queue by a restore after admission passed their \
-             number, not called before the loss, waited for a place)",
-            queue.requeued.len()
-        ));
-    }
     problems.verdict("customers were called in number order", ok)
 }
 
@@ -1352,7 +1349,7 @@ mod tests {
     }
 
     #[test]
-    fn a_customer_requeued_by_a_restore_is_passed_over_only_if_its_number_was_shown_called() {
+    fn a_customer_whose_number_admission_passed_while_it_was_away_is_passed_over() {
         use super::super::waiting::{Requeued, WaitLog};
         // Statuses published before the restore (at 10) showed up to 5 called; after it, 9.
         let mut reader = customer("c1", Outcome::LeftWhenAdmitted, None);
@@ -1377,7 +1374,8 @@ mod tests {
         };
         let facts = QueueFacts::of(&[
             reader,
-            // 7 was not shown called before the restore: waiting at the front is its due.
+            // 7 was not shown called before the restore, but admission passed it while it was
+            // on its way back: still out of order.
             requeued("c7", 7, Outcome::LeftWhenAdmitted),
             // 5 was: the restore had to admit it (its own poll counts too).
             requeued("c5", 5, Outcome::LeftWhenAdmitted),
@@ -1387,15 +1385,11 @@ mod tests {
         assert_eq!(facts.requeued, vec![("c7".into(), 7, 2)]);
         assert_eq!(
             facts.passed_over,
-            vec![("c5".into(), 5, 3), ("c8".into(), 8, 2)]
+            vec![("c7".into(), 7, 2), ("c5".into(), 5, 3), ("c8".into(), 8, 2)]
         );
         let mut data = Data::healthy();
-        data.queue.requeued = facts.requeued;
-        assert_eq!(data.failing(), Vec::<usize>::new());
-        assert!(data.detail(8).ends_with(
-            "(1 put back at the front of the queue by a restore after admission passed their \
-             number, not called before the loss, waited for a place)"
-        ));
+        data.queue.passed_over = facts.passed_over;
+        assert_eq!(data.failing(), vec![8]);
     }
 
     #[test]
