@@ -790,7 +790,7 @@ pub fn called_in_number_order(observed: &Observed<'_>) -> InvariantCheck {
             ),
         );
     }
-    let mut ok = format!(
+    let ok = format!(
         "{} numbers, each held by one customer; no pre-queue entrant left out of the draw; \
          servingUpTo never went back in what a customer read ({} statuses, up to {}); none of \
          the {} customers who saw their number called was told to wait on",
