@@ -1385,7 +1385,11 @@ mod tests {
         assert_eq!(facts.requeued, vec![("c7".into(), 7, 2)]);
         assert_eq!(
             facts.passed_over,
-            vec![("c7".into(), 7, 2), ("c5".into(), 5, 3), ("c8".into(), 8, 2)]
+            vec![
+                ("c7".into(), 7, 2),
+                ("c5".into(), 5, 3),
+                ("c8".into(), 8, 2)
+            ]
         );
         let mut data = Data::healthy();
         data.queue.passed_over = facts.passed_over;
