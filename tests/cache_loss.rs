@@ -402,6 +402,32 @@ async fn join_crowd(
     .await
 }
 
+/// An on-sale on a Redis of its own (the test loses it), opened as an operator opens it:
+/// durable first (DynamoDB), then the cache.
+struct OwnRedisSale {
+    server: RedisServer,
+    queue: Arc<RedisQueue>,
+    sale: OnSale,
+    records: Arc<lineup::event_records::dynamo::DynamoEventRecords>,
+}
+
+impl OwnRedisSale {
+    async fn open(seats: usize, change: SettingsChange) -> Self {
+        let server = RedisServer::start();
+        let queue = Arc::new(RedisQueue::new(&server.url(), Duration::from_secs(2)).unwrap());
+        let sale = OnSale::with_seats_on(seats, queue.clone()).await;
+        let records = records().await;
+        let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
+        open_now(&admin, &sale, change).await;
+        Self {
+            server,
+            queue,
+            sale,
+            records,
+        }
+    }
+}
+
 async fn open_now(admin: &EventAdmin<'_>, sale: &OnSale, change: SettingsChange) {
     admin
         .open(
@@ -416,15 +442,9 @@ async fn open_now(admin: &EventAdmin<'_>, sale: &OnSale, change: SettingsChange)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn numbers_handed_out_just_before_a_loss_are_never_handed_out_again() {
     logs();
-    let mut server = RedisServer::start();
-    let queue = Arc::new(RedisQueue::new(&server.url(), Duration::from_secs(2)).unwrap());
-    let sale = OnSale::with_seats_on(0, queue.clone()).await;
-    let records = records().await;
-    let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
     // Nobody is admitted: this is about numbers alone.
-    open_now(
-        &admin,
-        &sale,
+    let mut own = OwnRedisSale::open(
+        0,
         SettingsChange {
             max_active: Some(1),
             rate: Some(1),
@@ -432,6 +452,12 @@ async fn numbers_handed_out_just_before_a_loss_are_never_handed_out_again() {
         },
     )
     .await;
+    let OwnRedisSale {
+        server,
+        queue,
+        sale,
+        ..
+    } = &mut own;
     let admission = Admission::new(queue.clone()).await;
     let api = &sale.queue_api;
     let mut given: BTreeMap<u64, CustomerId> = BTreeMap::new();
@@ -504,15 +530,9 @@ async fn numbers_handed_out_just_before_a_loss_are_never_handed_out_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_customer_called_before_the_loss_claims_after_it_even_past_the_claim_window() {
     logs();
-    let mut server = RedisServer::start();
-    let queue = Arc::new(RedisQueue::new(&server.url(), Duration::from_secs(2)).unwrap());
-    let sale = OnSale::with_seats_on(0, queue.clone()).await;
-    let records = records().await;
-    let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
     // Short windows: a 10 s claim, 20 s sessions.
-    open_now(
-        &admin,
-        &sale,
+    let mut own = OwnRedisSale::open(
+        0,
         SettingsChange {
             max_active: Some(50),
             rate: Some(50),
@@ -522,6 +542,12 @@ async fn a_customer_called_before_the_loss_claims_after_it_even_past_the_claim_w
         },
     )
     .await;
+    let OwnRedisSale {
+        server,
+        queue,
+        sale,
+        records,
+    } = &mut own;
     let mut tickets = BTreeMap::new();
     for (who, place) in join_crowd(
         &sale.queue_api,
@@ -619,14 +645,8 @@ async fn a_customer_called_before_the_loss_claims_after_it_even_past_the_claim_w
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn with_the_cache_empty_no_route_says_the_event_does_not_exist_and_close_works() {
     logs();
-    let server = RedisServer::start();
-    let queue = Arc::new(RedisQueue::new(&server.url(), Duration::from_secs(2)).unwrap());
-    let sale = OnSale::with_seats_on(40, queue.clone()).await;
-    let records = records().await;
-    let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
-    open_now(
-        &admin,
-        &sale,
+    let mut own = OwnRedisSale::open(
+        40,
         SettingsChange {
             max_active: Some(10),
             rate: Some(10),
@@ -634,7 +654,14 @@ async fn with_the_cache_empty_no_route_says_the_event_does_not_exist_and_close_w
         },
     )
     .await;
-    let public = public_api_on(&queue, &records);
+    let OwnRedisSale {
+        server,
+        queue,
+        sale,
+        records,
+    } = &mut own;
+    let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
+    let public = public_api_on(queue, records);
     let admission = Admission::new(queue.clone()).await;
     // Two shoppers admitted, the seat map built, the status published.
     let tokens = sale.admit(&[customer(1), customer(2)]).await;
@@ -651,7 +678,7 @@ async fn with_the_cache_empty_no_route_says_the_event_does_not_exist_and_close_w
 
     sale.clock.advance(Duration::from_secs(1));
     flush(&server.url()).await;
-    let public = public_api_on(&queue, &records);
+    let public = public_api_on(queue, records);
     let status = |route: &'static str| {
         let public = public.clone();
         let event = sale.event.clone();
@@ -725,7 +752,7 @@ async fn with_the_cache_empty_no_route_says_the_event_does_not_exist_and_close_w
     assert_eq!(closed["state"], "closed", "{closed}");
     // Nothing ticks a closed event: lost again, its status comes from its record.
     flush(&server.url()).await;
-    let public = public_api_on(&queue, &records);
+    let public = public_api_on(queue, records);
     let answer = lineup::http::public::handle(
         &public,
         public_request("GET /events/{eventId}/status", &sale.event),
@@ -738,14 +765,8 @@ async fn with_the_cache_empty_no_route_says_the_event_does_not_exist_and_close_w
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_crowd_coming_back_after_a_loss_costs_a_bounded_number_of_durable_reads() {
     logs();
-    let server = RedisServer::start();
-    let queue = Arc::new(RedisQueue::new(&server.url(), Duration::from_secs(2)).unwrap());
-    let sale = OnSale::with_seats_on(0, queue.clone()).await;
-    let records = records().await;
-    let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
-    open_now(
-        &admin,
-        &sale,
+    let mut own = OwnRedisSale::open(
+        0,
         SettingsChange {
             max_active: Some(100),
             rate: Some(100),
@@ -753,6 +774,12 @@ async fn a_crowd_coming_back_after_a_loss_costs_a_bounded_number_of_durable_read
         },
     )
     .await;
+    let OwnRedisSale {
+        server,
+        queue,
+        sale,
+        ..
+    } = &mut own;
     let crowd = join_crowd(
         &sale.queue_api,
         &sale.event,
@@ -905,15 +932,9 @@ async fn a_cluster_node_replaced_by_an_empty_one_loses_no_number_and_no_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn after_a_loss_admission_gives_absent_numbers_time_to_come_back() {
     logs();
-    let server = RedisServer::start();
-    let queue = Arc::new(RedisQueue::new(&server.url(), Duration::from_secs(2)).unwrap());
-    let sale = OnSale::with_seats_on(0, queue.clone()).await;
-    let records = records().await;
-    let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
     // Paused: 100 customers wait with numbers, nobody called yet.
-    open_now(
-        &admin,
-        &sale,
+    let mut own = OwnRedisSale::open(
+        0,
         SettingsChange {
             max_active: Some(100),
             rate: Some(10),
@@ -921,6 +942,13 @@ async fn after_a_loss_admission_gives_absent_numbers_time_to_come_back() {
         },
     )
     .await;
+    let OwnRedisSale {
+        server,
+        queue,
+        sale,
+        records,
+    } = &mut own;
+    let admin = EventAdmin::new(queue.as_ref(), records.as_ref(), "a test");
     admin.pause(&sale.event, sale.clock.now()).await.unwrap();
     let mut by_number = BTreeMap::new();
     for (who, (number, ticket)) in join_crowd(

@@ -177,6 +177,16 @@ pub struct DrawChunk {
     pub entries: Vec<(String, u64)>,
 }
 
+impl DrawChunk {
+    /// The number the draw gave `entrant`, if this chunk lists it.
+    pub fn number_of(&self, entrant: &str) -> Option<u64> {
+        self.entries
+            .iter()
+            .find(|(listed, _)| listed == entrant)
+            .map(|(_, number)| *number)
+    }
+}
+
 /// Every chunk prefix of a draw with prefixes `len` hex digits long, in order.
 pub fn all_prefixes(len: usize) -> impl Iterator<Item = String> {
     (0..16u64.pow(len as u32)).map(move |n| format!("{n:0len$x}"))

@@ -106,13 +106,7 @@ impl DrawCache {
                 chunk
             }
         };
-        Ok(chunk.and_then(|chunk| {
-            chunk
-                .entries
-                .iter()
-                .find(|(listed, _)| listed == entrant)
-                .map(|(_, number)| *number)
-        }))
+        Ok(chunk.and_then(|chunk| chunk.number_of(entrant)))
     }
 }
 

@@ -242,13 +242,7 @@ pub trait DrawPublication: Send + Sync {
             return Ok(None);
         };
         let chunk = self.draw_chunk(event, prefix).await?;
-        Ok(chunk.and_then(|chunk| {
-            chunk
-                .entries
-                .iter()
-                .find(|(listed, _)| listed == entrant)
-                .map(|(_, number)| *number)
-        }))
+        Ok(chunk.and_then(|chunk| chunk.number_of(entrant)))
     }
 }
 
