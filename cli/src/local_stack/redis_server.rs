@@ -129,39 +129,34 @@ pub async fn wait_until_answers(port: u16, timeout: Duration) -> bool {
 /// The process id of the Redis answering on 127.0.0.1:`port` (`None`: none answers, or it did
 /// not say).
 pub async fn process_id(port: u16) -> Option<u32> {
-    let client = redis::Client::open(format!("redis://{LOOPBACK}:{port}/")).ok()?;
+    let (_, info) = server_info(port).await.ok()?;
+    parse_info(&info).0
+}
+
+/// A connection to the Redis on 127.0.0.1:`port` (connecting and each reply bounded by
+/// [`TIMEOUT`]), and what it says in `INFO server`.
+async fn server_info(
+    port: u16,
+) -> Result<(redis::aio::MultiplexedConnection, String), redis::RedisError> {
+    let client = redis::Client::open(format!("redis://{LOOPBACK}:{port}/"))?;
     let config = AsyncConnectionConfig::new()
         .set_connection_timeout(Some(TIMEOUT))
         .set_response_timeout(Some(TIMEOUT));
     let mut connection = client
         .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .ok()?;
+        .await?;
     let info: String = redis::cmd("INFO")
         .arg("server")
         .query_async(&mut connection)
-        .await
-        .ok()?;
-    parse_info(&info).0
+        .await?;
+    Ok((connection, info))
 }
 
 /// Asks the Redis on 127.0.0.1:`port` who it is: `INFO server`, `CONFIG GET logfile` and
 /// `bind`, `DBSIZE`.
 pub async fn inspect(port: u16) -> Result<RedisProcess, RedisServerError> {
     let ask = |source| RedisServerError::Ask { port, source };
-    let client = redis::Client::open(format!("redis://{LOOPBACK}:{port}/")).map_err(ask)?;
-    let config = AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(TIMEOUT))
-        .set_response_timeout(Some(TIMEOUT));
-    let mut connection = client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .map_err(ask)?;
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query_async(&mut connection)
-        .await
-        .map_err(ask)?;
+    let (mut connection, info) = server_info(port).await.map_err(ask)?;
     let config_value = |pairs: Vec<String>| pairs.into_iter().nth(1).unwrap_or_default();
     let logfile: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")
