@@ -722,7 +722,14 @@ async fn with_the_cache_empty_no_route_says_the_event_does_not_exist_and_close_w
     admission.tick(&sale.event, sale.clock.now()).await;
     let held = sale.hold(&customer(2), &tokens[1], &[seat(2)]).await;
     assert_eq!(held.status(), StatusCode::CREATED, "{}", body(&held));
-    // Once only: the same token after the admission is ended (its customer left) opens nothing.
+    // Once only: the customer leaves, and the same token replayed opens nothing and holds
+    // nothing (it put its holder back once already).
+    use lineup::queue::WaitingLine;
+    assert!(queue.leave(&sale.event, &customer(2)).await.unwrap());
+    let seats_before_replay = sale.seats().await;
+    let replayed = sale.hold(&customer(2), &tokens[1], &[seat(3)]).await;
+    assert_eq!(replayed.status(), 403, "{}", body(&replayed));
+    assert_eq!(sale.seats().await, seats_before_replay);
     assert_eq!(
         status("GET /events/{eventId}/status").await.status(),
         200,

@@ -28,8 +28,6 @@ pub const RANGE_HORIZON: Duration = Duration::from_secs(4);
 pub const MIN_RANGE: u64 = 64;
 /// The largest range (about 4 s of 250,000 joins a second).
 pub const MAX_RANGE: u64 = 1_000_000;
-/// How long the top-up duty lasts when taken outside a join (a reserve that dies frees it then).
-const TOP_UP_LOCK: Duration = Duration::from_secs(3);
 
 /// The size of the next range: [`RANGE_HORIZON`] of joins at the pace the current range was
 /// used since it was reserved, within [`MIN_RANGE`]..=[`MAX_RANGE`].
@@ -57,12 +55,45 @@ impl Numbering {
     /// Reserves the next range and raises the cache's ceiling to it. The caller holds the top-up
     /// duty (a join that was given it, see `join.lua`); the cache frees it.
     pub async fn top_up(&self, event: &EventId, now: SystemTime) -> Result<(), LineupError> {
-        let Some(range) = self.ranges.number_range(event).await? else {
-            return Err(LineupError::CacheRecovering);
-        };
-        let block = next_block(&range, now);
-        let target = range.ceiling.max(range.next_number) + block;
-        let ceiling = self.records.reserve_numbers(event, target).await?;
+        let range = self.range(event).await?;
+        self.reserve_past(event, &range, range.ceiling.max(range.next_number), now)
+            .await
+    }
+
+    /// Makes sure numbers up to `at_least` are durable before anything hands them out (the
+    /// pre-queue's draw, before it is published), with a range past them for the joins after.
+    /// A ceiling only ever goes up, so this and a join's top-up at once are both safe.
+    pub async fn reserve_through(
+        &self,
+        event: &EventId,
+        at_least: u64,
+        now: SystemTime,
+    ) -> Result<(), LineupError> {
+        let range = self.range(event).await?;
+        if range.ceiling >= at_least {
+            return Ok(());
+        }
+        self.reserve_past(event, &range, at_least, now).await
+    }
+
+    async fn range(&self, event: &EventId) -> Result<NumberRange, LineupError> {
+        self.ranges
+            .number_range(event)
+            .await?
+            .ok_or(LineupError::CacheRecovering)
+    }
+
+    /// Reserves a range past `from` in the events table, then raises the cache's ceiling to
+    /// what the table holds.
+    async fn reserve_past(
+        &self,
+        event: &EventId,
+        range: &NumberRange,
+        from: u64,
+        now: SystemTime,
+    ) -> Result<(), LineupError> {
+        let block = next_block(range, now);
+        let ceiling = self.records.reserve_numbers(event, from + block).await?;
         if !self
             .ranges
             .extend_numbers(event, ceiling, block, now)
@@ -71,38 +102,6 @@ impl Numbering {
             return Err(LineupError::CacheRecovering);
         }
         tracing::info!(event = %event, ceiling, block, "queue numbers reserved");
-        Ok(())
-    }
-
-    /// Makes sure numbers up to `at_least` are durable before anything hands them out (the
-    /// pre-queue's draw, before it is published), with a range past them for the joins after.
-    pub async fn reserve_through(
-        &self,
-        event: &EventId,
-        at_least: u64,
-        now: SystemTime,
-    ) -> Result<(), LineupError> {
-        let Some(range) = self.ranges.number_range(event).await? else {
-            return Err(LineupError::CacheRecovering);
-        };
-        if range.ceiling >= at_least {
-            return Ok(());
-        }
-        // Whoever holds the duty may be reserving less than this needs: reserve regardless
-        // (a ceiling only ever goes up, so two reservations at once are both safe).
-        let _ = self.ranges.lock_numbers(event, TOP_UP_LOCK).await?;
-        let block = next_block(&range, now);
-        let ceiling = self
-            .records
-            .reserve_numbers(event, at_least + block)
-            .await?;
-        if !self
-            .ranges
-            .extend_numbers(event, ceiling, block, now)
-            .await?
-        {
-            return Err(LineupError::CacheRecovering);
-        }
         Ok(())
     }
 }

@@ -217,13 +217,6 @@ pub trait NumberRanges: Send + Sync {
         block: u64,
         now: SystemTime,
     ) -> Result<bool, LineupError>;
-
-    /// Takes the top-up duty for a while (`false`: someone else has it).
-    async fn lock_numbers(
-        &self,
-        event: &EventId,
-        for_how_long: Duration,
-    ) -> Result<bool, LineupError>;
 }
 
 /// The public status documents the admit ticks write.

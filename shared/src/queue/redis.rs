@@ -862,15 +862,6 @@ impl NumberRanges for RedisQueue {
             .await?;
         Ok(in_force > 0)
     }
-
-    async fn lock_numbers(
-        &self,
-        event: &EventId,
-        for_how_long: Duration,
-    ) -> Result<bool, LineupError> {
-        self.take_lock(&EventKeys::new(event).numbers_lock, for_how_long)
-            .await
-    }
 }
 
 #[async_trait]
