@@ -14,12 +14,12 @@ use std::time::Duration;
 use futures::future::join_all;
 use http::StatusCode;
 use lambda_http::{Body, Response};
-use lineup::clock::Clock;
-use lineup::event_settings::EventSettings;
-use lineup::http::confirm;
-use lineup::ids::CustomerId;
-use lineup::ledger::HOLD_DURATION;
-use lineup::queue::{EventSettingsStore, WaitingLine};
+use lineup::application::confirm;
+use lineup::application::ports::ledger::HOLD_DURATION;
+use lineup::application::ports::queue::{EventSettingsStore, WaitingLine};
+use lineup::domain::clock::Clock;
+use lineup::domain::event_settings::EventSettings;
+use lineup::domain::ids::CustomerId;
 use lineup_tests::aws::unique;
 use lineup_tests::on_sale::{payment_body, seat, OnSale};
 use lineup_tests::{body, customer, error_code, logs};
@@ -285,7 +285,7 @@ async fn limit_tickets(sale: &OnSale, limit: u32) {
                 ticket_limit: Some(limit),
                 ..settings
             },
-            &lineup::draw::DrawSeed::generate(),
+            &lineup::domain::draw::DrawSeed::generate(),
         )
         .await
         .expect("configure");
@@ -303,7 +303,7 @@ async fn readmit(sale: &OnSale, customer: &CustomerId) -> String {
 
 /// The seats of the customer's PAID orders plus those of PENDING orders still within their hold.
 async fn seats_bought_or_held(sale: &OnSale, customer: &CustomerId) -> usize {
-    let now_ms = lineup::clock::unix_millis(sale.clock.now());
+    let now_ms = lineup::domain::clock::unix_millis(sale.clock.now());
     sale.orders()
         .await
         .values()
@@ -488,7 +488,7 @@ async fn a_hold_larger_than_the_limit_is_refused_before_any_write() {
 async fn without_the_required_claim_nobody_joins() {
     logs();
     let sale = OnSale::with_seats(1).await;
-    let api = lineup::http::QueueApi {
+    let api = lineup::application::queue_api::QueueApi {
         required_claim: Some("email_verified".to_owned()),
         ..sale.queue_api.clone()
     };
@@ -513,7 +513,7 @@ async fn without_the_required_claim_nobody_joins() {
     };
     let before = sale.full_snapshot().await;
     for claim in [None, Some("false"), Some("TRUE"), Some("")] {
-        let refused = lineup::http::join::handle(&api, joining(claim)).await;
+        let refused = lineup::application::join::handle(&api, joining(claim)).await;
         assert_eq!(
             (refused.status(), error_code(&refused).as_str()),
             (StatusCode::FORBIDDEN, "claim_required"),
@@ -525,7 +525,7 @@ async fn without_the_required_claim_nobody_joins() {
         before,
         "a refused join queued someone"
     );
-    let joined = lineup::http::join::handle(&api, joining(Some("true"))).await;
+    let joined = lineup::application::join::handle(&api, joining(Some("true"))).await;
     assert_eq!(joined.status(), StatusCode::CREATED, "{}", body(&joined));
 }
 
@@ -545,11 +545,11 @@ mod tokens_ids_bodies {
 
     use http::StatusCode;
     use lambda_http::{Body, Response};
-    use lineup::clock::Clock;
-    use lineup::http::{confirm, holds, join, poll};
-    use lineup::ids::{CustomerId, EventId};
-    use lineup::queue::WaitingLine;
-    use lineup::signing::SigningKey;
+    use lineup::application::ports::queue::WaitingLine;
+    use lineup::application::{confirm, hold, join, poll};
+    use lineup::domain::clock::Clock;
+    use lineup::domain::ids::{CustomerId, EventId};
+    use lineup::domain::signing::SigningKey;
     use lineup_tests::aws::unique;
     use lineup_tests::on_sale::{payment_body, seat, webhook_secret, OnSale};
     use lineup_tests::{
@@ -664,7 +664,10 @@ mod tokens_ids_bodies {
                 .await
                 .expect("standing");
             assert!(
-                matches!(waiting, Some(lineup::queue::Standing::Waiting { .. })),
+                matches!(
+                    waiting,
+                    Some(lineup::application::ports::queue::Standing::Waiting { .. })
+                ),
                 "Dave waits: {waiting:?}"
             );
         }
@@ -728,7 +731,7 @@ mod tokens_ids_bodies {
             "GET /events/{eventId}/seats"
             | "GET /events/{eventId}/layout"
             | "GET /events/{eventId}/layout/{version}" => {
-                lineup::http::public::handle(
+                lineup::application::status::handle(
                     &lineup_tests::public_api(sale.records.clone()),
                     request,
                 )
@@ -736,7 +739,7 @@ mod tokens_ids_bodies {
             }
             "POST /events/{eventId}/holds"
             | "DELETE /events/{eventId}/holds/{orderId}"
-            | "GET /orders/{orderId}" => holds::handle(&sale.hold_api, request).await,
+            | "GET /orders/{orderId}" => hold::handle(&sale.hold_api, request).await,
             other => panic!("no function serves {other}"),
         }
     }
@@ -984,10 +987,10 @@ mod tokens_ids_bodies {
         // Well-formed claims, signed, but with a key the server never had.
         let attackers_key = SigningKey::new("an attacker's key, never the server's one").unwrap();
         let expires_at =
-            lineup::clock::from_unix_millis(bobs_claims["x"].as_u64().expect("expiry"));
+            lineup::domain::clock::from_unix_millis(bobs_claims["x"].as_u64().expect("expiry"));
         attacks.push(attack(
             "a token for Bob signed with another key",
-            bobs(&lineup::access_token::issue(
+            bobs(&lineup::domain::access_token::issue(
                 &attackers_key,
                 event,
                 bob,
@@ -1008,7 +1011,7 @@ mod tokens_ids_bodies {
         let honest = Honest::new().await;
         let (sale, bob) = (&honest.sale, &honest.bob);
         let expires_at = claims(&honest.bob_token)["x"].as_u64().expect("expiry");
-        let now = lineup::clock::unix_millis(sale.clock.now());
+        let now = lineup::domain::clock::unix_millis(sale.clock.now());
         assert_eq!(expires_at - now, 600_000, "the 10-minute session");
 
         let bobs_hold = hold(

@@ -5,14 +5,15 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::StatusCode;
-use lineup::admission::AdmissionLoop;
-use lineup::clock::SystemClock;
-use lineup::event_settings::EventSettings;
-use lineup::http::{join, poll, QueueApi};
-use lineup::ids::EventId;
-use lineup::queue::redis::RedisQueue;
-use lineup::queue::EventSettingsStore;
-use lineup::LineupError;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::admit::AdmissionLoop;
+use lineup::application::error::LineupError;
+use lineup::application::ports::queue::EventSettingsStore;
+use lineup::application::queue_api::QueueApi;
+use lineup::application::{join, poll};
+use lineup::domain::clock::SystemClock;
+use lineup::domain::event_settings::EventSettings;
+use lineup::domain::ids::EventId;
 use lineup_tests::redis_server::RedisServer;
 use lineup_tests::*;
 use serde_json::Value;
@@ -292,9 +293,12 @@ async fn with_redis_down_join_and_poll_answer_503_with_retry_after_and_recover()
         );
     }
     let records = private_records().await;
-    let restorer =
-        lineup::place_restore::Restorer::new(queue.clone(), records.clone(), records.clone());
-    let ports = lineup::admission::AdmissionPorts {
+    let restorer = lineup::application::restore::Restorer::new(
+        queue.clone(),
+        records.clone(),
+        records.clone(),
+    );
+    let ports = lineup::application::admit::AdmissionPorts {
         availability: None,
         admitter: queue.as_ref(),
         draw: queue.as_ref(),
@@ -314,7 +318,11 @@ async fn with_redis_down_join_and_poll_answer_503_with_retry_after_and_recover()
     // Redis is back (empty: this test server keeps nothing on disk); the same adapter reconnects.
     server.restart();
     queue
-        .configure(&event, &settings, &lineup::draw::DrawSeed::generate())
+        .configure(
+            &event,
+            &settings,
+            &lineup::domain::draw::DrawSeed::generate(),
+        )
         .await
         .expect("reconnected");
     let again = join::handle(&api, join_request(&event, &alice)).await;

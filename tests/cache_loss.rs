@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::StatusCode;
-use lineup::clock::Clock;
-use lineup::event_records::EventRecords;
-use lineup::http::{join, poll};
-use lineup::ids::CustomerId;
-use lineup::queue::keys::EventKeys;
-use lineup::queue::redis::RedisQueue;
-use lineup::queue::StatusBoard;
+use lineup::adapters::redis::keys::EventKeys;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::ports::event_records::EventRecords;
+use lineup::application::ports::queue::StatusBoard;
+use lineup::application::{join, poll};
+use lineup::domain::clock::Clock;
+use lineup::domain::ids::CustomerId;
 use lineup_cli::event_admin::{EventAdmin, SettingsChange};
 use lineup_tests::on_sale::{seat, OnSale};
 use lineup_tests::redis_server::RedisServer;
@@ -144,7 +144,7 @@ async fn after_a_flush_every_ticket_puts_its_holder_back_and_admitted_customers_
     let status = tick.status.status(sale.event.as_str(), sale.clock.now());
     assert_eq!(
         status.restored_at.as_deref(),
-        Some(lineup::clock::rfc3339(sale.clock.now()).as_str())
+        Some(lineup::domain::clock::rfc3339(sale.clock.now()).as_str())
     );
 
     // Every customer presents their ticket, in a shuffled order; but one, number 150, who
@@ -327,11 +327,13 @@ async fn a_flush_before_opening_keeps_the_pre_queue_and_its_draw() {
     let opened = opens_at + Duration::from_secs(1);
     let admission = Admission::new(queue.clone()).await;
     admission.tick(&sale.event, opened).await;
-    let summary =
-        lineup::event_records::DrawPublication::draw_summary(records.as_ref(), &sale.event)
-            .await
-            .unwrap()
-            .expect("published");
+    let summary = lineup::application::ports::event_records::DrawPublication::draw_summary(
+        records.as_ref(),
+        &sale.event,
+    )
+    .await
+    .unwrap()
+    .expect("published");
     assert_eq!(summary.entrants, 50);
     assert_eq!(summary.commitment, commitment_before);
 }
@@ -339,22 +341,22 @@ async fn a_flush_before_opening_keeps_the_pre_queue_and_its_draw() {
 /// The public routes over `queue` (this file's tests run a Redis of their own).
 fn public_api_on(
     queue: &Arc<RedisQueue>,
-    records: &Arc<lineup::event_records::dynamo::DynamoEventRecords>,
-) -> lineup::http::public::PublicApi {
-    lineup::http::public::PublicApi {
+    records: &Arc<lineup::adapters::dynamo::event_records::DynamoEventRecords>,
+) -> lineup::application::status::PublicApi {
+    lineup::application::status::PublicApi {
         seats: Arc::new(queue.availability_board()),
         board: queue.clone(),
         draw: records.clone(),
         layouts: records.clone(),
         layout_documents: Arc::default(),
-        events: Arc::new(lineup::event_records::known::KnownEvents::new(
+        events: Arc::new(lineup::application::known_events::KnownEvents::new(
             records.clone(),
             records.clone(),
         )),
     }
 }
 
-fn public_request(route_key: &str, event: &lineup::ids::EventId) -> lambda_http::Request {
+fn public_request(route_key: &str, event: &lineup::domain::ids::EventId) -> lambda_http::Request {
     let mut sample = route(&sample("status.json"), &[("eventId", event.as_str())], None);
     sample["routeKey"] = route_key.into();
     sample["requestContext"]["routeKey"] = route_key.into();
@@ -364,8 +366,8 @@ fn public_request(route_key: &str, event: &lineup::ids::EventId) -> lambda_http:
 /// Joins through the handler, retrying what a client retries (503 with `Retry-After`, without
 /// waiting it out here); the number its answer gave.
 async fn join_number(
-    api: &lineup::http::QueueApi,
-    event: &lineup::ids::EventId,
+    api: &lineup::application::queue_api::QueueApi,
+    event: &lineup::domain::ids::EventId,
     who: &CustomerId,
 ) -> (u64, String) {
     for _ in 0..200 {
@@ -391,8 +393,8 @@ async fn join_number(
 
 /// Everyone in `customers` joins at once; what each got.
 async fn join_crowd(
-    api: &lineup::http::QueueApi,
-    event: &lineup::ids::EventId,
+    api: &lineup::application::queue_api::QueueApi,
+    event: &lineup::domain::ids::EventId,
     customers: Vec<CustomerId>,
 ) -> Vec<(CustomerId, (u64, String))> {
     futures::future::join_all(customers.into_iter().map(|who| async move {
@@ -408,7 +410,7 @@ struct OwnRedisSale {
     server: RedisServer,
     queue: Arc<RedisQueue>,
     sale: OnSale,
-    records: Arc<lineup::event_records::dynamo::DynamoEventRecords>,
+    records: Arc<lineup::adapters::dynamo::event_records::DynamoEventRecords>,
 }
 
 impl OwnRedisSale {
@@ -609,8 +611,8 @@ async fn a_customer_called_before_the_loss_claims_after_it_even_past_the_claim_w
     // Long after: a called customer who never came back finds their turn over, and asking again
     // reads nothing durable (the outcome is remembered).
     let (late_records, reads) = counting_records().await;
-    let late_api = lineup::http::QueueApi {
-        restorer: Arc::new(lineup::place_restore::Restorer::new(
+    let late_api = lineup::application::queue_api::QueueApi {
+        restorer: Arc::new(lineup::application::restore::Restorer::new(
             queue.clone(),
             late_records.clone(),
             late_records,
@@ -670,7 +672,7 @@ async fn with_the_cache_empty_no_route_says_the_event_does_not_exist_and_close_w
     let status = |route: &'static str| {
         let public = public.clone();
         let event = sale.event.clone();
-        async move { lineup::http::public::handle(&public, public_request(route, &event)).await }
+        async move { lineup::application::status::handle(&public, public_request(route, &event)).await }
     };
     assert_eq!(status("GET /events/{eventId}/status").await.status(), 200);
     assert_eq!(status("GET /events/{eventId}/seats").await.status(), 200);
@@ -682,7 +684,7 @@ async fn with_the_cache_empty_no_route_says_the_event_does_not_exist_and_close_w
     let status = |route: &'static str| {
         let public = public.clone();
         let event = sale.event.clone();
-        async move { lineup::http::public::handle(&public, public_request(route, &event)).await }
+        async move { lineup::application::status::handle(&public, public_request(route, &event)).await }
     };
 
     // The public routes: 503 with Retry-After (cached a second), or the answer rebuilt from the
@@ -704,7 +706,7 @@ async fn with_the_cache_empty_no_route_says_the_event_does_not_exist_and_close_w
     assert_eq!(status("GET /events/{eventId}/layout").await.status(), 302);
     // A made-up event is still 404.
     let made_up = fresh_event();
-    let unknown = lineup::http::public::handle(
+    let unknown = lineup::application::status::handle(
         &public,
         public_request("GET /events/{eventId}/status", &made_up),
     )
@@ -724,7 +726,7 @@ async fn with_the_cache_empty_no_route_says_the_event_does_not_exist_and_close_w
     assert_eq!(held.status(), StatusCode::CREATED, "{}", body(&held));
     // Once only: the customer leaves, and the same token replayed opens nothing and holds
     // nothing (it put its holder back once already).
-    use lineup::queue::WaitingLine;
+    use lineup::application::ports::queue::WaitingLine;
     assert!(queue.leave(&sale.event, &customer(2)).await.unwrap());
     let seats_before_replay = sale.seats().await;
     let replayed = sale.hold(&customer(2), &tokens[1], &[seat(3)]).await;
@@ -760,7 +762,7 @@ async fn with_the_cache_empty_no_route_says_the_event_does_not_exist_and_close_w
     // Nothing ticks a closed event: lost again, its status comes from its record.
     flush(&server.url()).await;
     let public = public_api_on(queue, records);
-    let answer = lineup::http::public::handle(
+    let answer = lineup::application::status::handle(
         &public,
         public_request("GET /events/{eventId}/status", &sale.event),
     )
@@ -801,9 +803,9 @@ async fn a_crowd_coming_back_after_a_loss_costs_a_bounded_number_of_durable_read
     // Four instances, each with its own memory, over a client that counts DynamoDB requests;
     // the whole crowd polls at once, spread over them, then again.
     let (counted, reads) = counting_records().await;
-    let instances: Vec<lineup::http::QueueApi> = (0..4)
-        .map(|_| lineup::http::QueueApi {
-            restorer: Arc::new(lineup::place_restore::Restorer::new(
+    let instances: Vec<lineup::application::queue_api::QueueApi> = (0..4)
+        .map(|_| lineup::application::queue_api::QueueApi {
+            restorer: Arc::new(lineup::application::restore::Restorer::new(
                 queue.clone(),
                 counted.clone(),
                 counted.clone(),
@@ -865,7 +867,7 @@ async fn a_cluster_node_replaced_by_an_empty_one_loses_no_number_and_no_call() {
     logs();
     let mut cluster = lineup_tests::redis_server::RedisCluster::start();
     let queue = Arc::new(
-        RedisQueue::open(&lineup::config::RedisSettings {
+        RedisQueue::open(&lineup::wiring::config::RedisSettings {
             url: cluster.url(),
             timeout: Duration::from_secs(2),
             cluster: true,

@@ -8,13 +8,15 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use lambda_http::Body;
-use lineup::draw::{self, DrawChunk, DrawMismatch, DrawSeed, DrawSummary};
-use lineup::event_records::DrawPublication;
-use lineup::event_settings::QueueState;
-use lineup::http::public::{self, PublicApi};
-use lineup::ids::EventId;
-use lineup::queue::keys::EventKeys;
-use lineup::status::StatusInputs;
+use lineup::adapters::redis::keys::EventKeys;
+use lineup::application::ports::event_records::DrawPublication;
+use lineup::application::status;
+use lineup::application::status::PublicApi;
+use lineup::domain::draw;
+use lineup::domain::draw::{DrawChunk, DrawMismatch, DrawSeed, DrawSummary};
+use lineup::domain::event_settings::QueueState;
+use lineup::domain::ids::EventId;
+use lineup::domain::status::StatusInputs;
 use lineup_cli::verify_draw::{
     self, CommittedBy, DrawCheck, Verdict, VerifyDrawArgs, VerifyDrawError,
 };
@@ -91,7 +93,7 @@ async fn write_status(event: &EventId, seed: &DrawSeed, now: SystemTime) {
 }
 
 /// Serves `GET /events/{eventId}/status|draw|draw/{prefix}` on a free local port through
-/// `public::handle`, one request per connection, until the test's runtime ends. Returns the base
+/// `status::handle`, one request per connection, until the test's runtime ends. Returns the base
 /// URL.
 async fn serve_public_routes(api: PublicApi) -> String {
     let listener = TcpListener::bind("127.0.0.1:0")
@@ -125,7 +127,7 @@ async fn answer(api: &PublicApi, mut connection: TcpStream) {
     );
     let (status, headers, body) = match api_gateway_event(method, path) {
         Some(event) => {
-            let response = public::handle(api, lineup_tests::request(&event)).await;
+            let response = status::handle(api, lineup_tests::request(&event)).await;
             let headers: Vec<(String, String)> = response
                 .headers()
                 .iter()

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use http::StatusCode;
 use lambda_runtime::{Context, LambdaEvent};
-use lineup::clock::Clock;
-use lineup::expiry::Expiry;
-use lineup::http::{join, poll};
-use lineup::ledger::HOLD_DURATION;
-use lineup::queue::WaitingLine;
+use lineup::application::expire::Expiry;
+use lineup::application::ports::ledger::HOLD_DURATION;
+use lineup::application::ports::queue::WaitingLine;
+use lineup::application::{join, poll};
+use lineup::domain::clock::Clock;
 use lineup_tests::on_sale::{seat, OnSale};
 use lineup_tests::*;
 

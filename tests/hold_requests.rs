@@ -3,8 +3,8 @@
 
 use http::StatusCode;
 use lambda_http::Request;
-use lineup::clock::Clock;
-use lineup::http::{confirm, holds};
+use lineup::application::{confirm, hold};
+use lineup::domain::clock::Clock;
 use lineup_tests::aws::unique;
 use lineup_tests::on_sale::{payment_body, seat, OnSale};
 use lineup_tests::route;
@@ -236,7 +236,7 @@ async fn bad_hold_and_webhook_requests_get_their_4xx_and_change_nothing() {
 
     let before = sale.snapshot().await;
     for (name, event, status, code) in hold_cases {
-        let response = holds::handle(&sale.hold_api, request(&event)).await;
+        let response = hold::handle(&sale.hold_api, request(&event)).await;
         assert_eq!(response.status(), status, "{name}: {}", body(&response));
         assert_eq!(error_code(&response), code, "{name}");
         if code == "unknown_seats" {
@@ -272,7 +272,7 @@ async fn bad_hold_and_webhook_requests_get_their_4xx_and_change_nothing() {
 }
 
 fn on_sale_signature(sale: &OnSale, body: &str) -> String {
-    use lineup::clock::Clock;
+    use lineup::domain::clock::Clock;
     lineup_tests::on_sale::webhook_secret().sign(sale.clock.now(), body.as_bytes())
 }
 
@@ -303,7 +303,7 @@ async fn an_order_can_be_looked_up_and_released_by_its_owner() {
     assert_eq!(error_code(&other), "hold_exists");
     assert_eq!(body(&other)["error"]["orderId"], order_id);
 
-    let status = holds::handle(
+    let status = hold::handle(
         &sale.hold_api,
         request(&route(
             &sample("order.json"),
@@ -320,7 +320,7 @@ async fn an_order_can_be_looked_up_and_released_by_its_owner() {
         &[("eventId", sale.event.as_str()), ("orderId", order_id)],
         Some(&alice),
     );
-    let released = holds::handle(&sale.hold_api, request(&release)).await;
+    let released = hold::handle(&sale.hold_api, request(&release)).await;
     assert_eq!(released.status(), StatusCode::NO_CONTENT);
     assert_eq!(sale.orders().await[order_id]["status"], "RELEASED");
     let seats = sale.seats().await;
@@ -331,7 +331,7 @@ async fn an_order_can_be_looked_up_and_released_by_its_owner() {
         ),
         (Some("AVAILABLE"), Some("AVAILABLE"))
     );
-    let again = holds::handle(&sale.hold_api, request(&release)).await;
+    let again = hold::handle(&sale.hold_api, request(&release)).await;
     assert_eq!(
         (again.status(), error_code(&again).as_str()),
         (StatusCode::CONFLICT, "order_not_pending")
@@ -362,7 +362,7 @@ async fn a_price_change_is_never_charged_at_the_old_price() {
         Some(&alice),
     );
     assert_eq!(
-        holds::handle(&sale.hold_api, request(&release))
+        hold::handle(&sale.hold_api, request(&release))
             .await
             .status(),
         StatusCode::NO_CONTENT
@@ -371,12 +371,12 @@ async fn a_price_change_is_never_charged_at_the_old_price() {
 
     // An operator re-seeds the event with the Balcony (A-001's section) at 15,000, behind
     // the instance's back: a new layout version.
-    let repriced: Vec<lineup::ledger::NewSeat> = sale
+    let repriced: Vec<lineup::application::ports::ledger::NewSeat> = sale
         .layout
         .as_ref()
         .unwrap()
         .seats()
-        .map(|(_, seat)| lineup::ledger::NewSeat {
+        .map(|(_, seat)| lineup::application::ports::ledger::NewSeat {
             price: if seat.section == "Balcony" {
                 15_000
             } else {
@@ -385,7 +385,7 @@ async fn a_price_change_is_never_charged_at_the_old_price() {
             ..seat
         })
         .collect();
-    let repriced = lineup::layout::SeatLayout::from_seats(&repriced).unwrap();
+    let repriced = lineup::domain::layout::SeatLayout::from_seats(&repriced).unwrap();
     lineup_cli::event_admin::seed(
         &sale.ledger,
         &sale.records,

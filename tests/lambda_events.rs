@@ -7,16 +7,16 @@ use std::time::{Duration, SystemTime};
 
 use http::StatusCode;
 use lambda_runtime::{Context, LambdaEvent};
-use lineup::admission::admit_for_invocation;
-use lineup::clock::{unix_millis, SystemClock};
-use lineup::config::AdmitConfig;
-use lineup::event_settings::EventSettings;
-use lineup::http::{join, poll};
-use lineup::ids::EventId;
-use lineup::queue::keys::EventKeys;
-use lineup::queue::redis::RedisQueue;
-use lineup::queue::{Admitter, WaitingLine};
-use lineup::LineupError;
+use lineup::adapters::redis::keys::EventKeys;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::admit::admit_for_invocation;
+use lineup::application::error::LineupError;
+use lineup::application::ports::queue::{Admitter, WaitingLine};
+use lineup::application::{join, poll};
+use lineup::domain::clock::{unix_millis, SystemClock};
+use lineup::domain::event_settings::EventSettings;
+use lineup::domain::ids::EventId;
+use lineup::wiring::config::AdmitConfig;
 use lineup_tests::redis_server::RedisServer;
 use lineup_tests::*;
 
@@ -62,10 +62,11 @@ async fn the_sample_http_events_walk_through_join_poll_admission_and_leave() {
     assert_eq!(joined["position"], 3);
     assert_eq!(joined["number"], 4);
     let poll_sample = sample("poll.json");
-    let keys: lineup::signing::SigningKeys = signing_key().into();
-    let sample_ticket =
-        lineup::ids::QueueId::parse(poll_sample["pathParameters"]["queueId"].as_str().unwrap())
-            .unwrap();
+    let keys: lineup::domain::signing::SigningKeys = signing_key().into();
+    let sample_ticket = lineup::domain::ids::QueueId::parse(
+        poll_sample["pathParameters"]["queueId"].as_str().unwrap(),
+    )
+    .unwrap();
     assert_eq!(
         keys.open_ticket(&sample_ticket, &event, &customer_from(SAMPLE_CUSTOMER))
             .and_then(|ticket| ticket.number),
@@ -158,8 +159,8 @@ async fn the_sample_http_events_walk_through_join_poll_admission_and_leave() {
     );
 }
 
-fn customer_from(raw: &str) -> lineup::ids::CustomerId {
-    lineup::ids::CustomerId::parse(raw).unwrap()
+fn customer_from(raw: &str) -> lineup::domain::ids::CustomerId {
+    lineup::domain::ids::CustomerId::parse(raw).unwrap()
 }
 
 /// The admit function's settings, as its environment would give them, with an events table of
@@ -188,17 +189,20 @@ async fn admit(
     queue: &Arc<RedisQueue>,
     config: &AdmitConfig,
     invocation: LambdaEvent<serde_json::Value>,
-) -> Result<lineup::admission::AdmissionSummary, LineupError> {
+) -> Result<lineup::application::admit::AdmissionSummary, LineupError> {
     let records = Arc::new(config.events.records());
-    let restorer =
-        lineup::place_restore::Restorer::new(queue.clone(), records.clone(), records.clone());
+    let restorer = lineup::application::restore::Restorer::new(
+        queue.clone(),
+        records.clone(),
+        records.clone(),
+    );
     let (seats, board) = (config.ledger.ledger(), queue.availability_board());
-    let availability = lineup::availability::rebuild::AvailabilityRebuild {
+    let availability = lineup::application::rebuild::AvailabilityRebuild {
         board: &board,
         layouts: records.as_ref(),
         states: &seats,
     };
-    let ports = lineup::admission::AdmissionPorts {
+    let ports = lineup::application::admit::AdmissionPorts {
         availability: Some(&availability),
         admitter: queue.as_ref(),
         draw: queue.as_ref(),

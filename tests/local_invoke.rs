@@ -15,13 +15,13 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
-use lineup::event_settings::EventSettings;
-use lineup::ids::{CustomerId, EventId};
-use lineup::ledger::dynamo::tables::create_tables;
-use lineup::ledger::dynamo::{DynamoLedger, TableNames};
-use lineup::ledger::NewSeat;
-use lineup::queue::keys::EventKeys;
-use lineup::queue::{EventSettingsStore, WaitingLine};
+use lineup::adapters::dynamo::tables::create_tables;
+use lineup::adapters::dynamo::{DynamoLedger, TableNames};
+use lineup::adapters::redis::keys::EventKeys;
+use lineup::application::ports::ledger::NewSeat;
+use lineup::application::ports::queue::{EventSettingsStore, WaitingLine};
+use lineup::domain::event_settings::EventSettings;
+use lineup::domain::ids::{CustomerId, EventId};
 use lineup_tests::on_sale::{seat, webhook_secret};
 use lineup_tests::route;
 use lineup_tests::{customer, queue, redis, sample, SAMPLE_CUSTOMER, SAMPLE_EVENT};
@@ -151,12 +151,14 @@ async fn healthy() {
     println!("setting up: tables, ticket queue, the demo event");
     let tables = TableNames::from_lookup(|name| std::env::var(name).ok()).expect("table names");
     let aws = lineup_tests::aws::settings();
-    let dynamo = lineup::aws::dynamodb(&aws);
+    let dynamo = lineup::adapters::aws::dynamodb(&aws);
     create_tables(&dynamo, &tables)
         .await
         .expect("create tables");
-    let records =
-        lineup::event_records::dynamo::DynamoEventRecords::new(dynamo.clone(), env("EVENTS_TABLE"));
+    let records = lineup::adapters::dynamo::event_records::DynamoEventRecords::new(
+        dynamo.clone(),
+        env("EVENTS_TABLE"),
+    );
     records
         .create_table()
         .await
@@ -171,7 +173,7 @@ async fn healthy() {
             currency: "KRW".into(),
         })
         .collect();
-    let sqs = lineup::aws::sqs(&aws);
+    let sqs = lineup::adapters::aws::sqs(&aws);
     let created = sqs
         .create_queue()
         .queue_name("lineup-ticket-issued.fifo")
@@ -204,14 +206,14 @@ async fn healthy() {
         .unwrap();
     let queue = queue();
     let board = queue.availability_board();
-    lineup::seeding::Seeding {
+    lineup::application::seeding::Seeding {
         ledger: &ledger,
         layouts: &records,
         board: &board,
     }
     .seed(
         &event,
-        &lineup::layout::SeatLayout::from_seats(&seats).expect("layout"),
+        &lineup::domain::layout::SeatLayout::from_seats(&seats).expect("layout"),
         SystemTime::now(),
     )
     .await
@@ -220,7 +222,7 @@ async fn healthy() {
         .configure(
             &event,
             &EventSettings::opening_at(SystemTime::now() - Duration::from_secs(60)),
-            &lineup::draw::DrawSeed::generate(),
+            &lineup::domain::draw::DrawSeed::generate(),
         )
         .await
         .unwrap();

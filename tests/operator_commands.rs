@@ -2,12 +2,12 @@
 //! Redis and the emulator: what matters is that an operator cannot put sold seats back on sale,
 //! and that each command changes exactly what it names.
 
-use lineup::clock::Clock;
-use lineup::event_settings::QueueState;
-use lineup::layout::SeatLayout;
-use lineup::ledger::NewSeat;
-use lineup::queue::{EventSettingsStore, WaitingLine};
-use lineup::LineupError;
+use lineup::application::error::LineupError;
+use lineup::application::ports::ledger::NewSeat;
+use lineup::application::ports::queue::{EventSettingsStore, WaitingLine};
+use lineup::domain::clock::Clock;
+use lineup::domain::event_settings::QueueState;
+use lineup::domain::layout::SeatLayout;
 use lineup_cli::event_admin::{self, AdminError, SettingsChange};
 use lineup_tests::customer;
 use lineup_tests::on_sale::{seat, OnSale, CURRENCY};
@@ -166,7 +166,7 @@ async fn open_set_and_close_change_what_they_name() {
     assert_eq!(opened.state, QueueState::Open);
     assert_eq!((opened.max_active, opened.admit_per_second), (7, 3));
     assert_eq!(queue.settings(&sale.event).await.unwrap(), Some(opened));
-    let joined = lineup::http::join::handle(
+    let joined = lineup::application::join::handle(
         &sale.queue_api,
         lineup_tests::join_request(&sale.event, &customer(9)),
     )
@@ -195,7 +195,7 @@ async fn a_ticket_limit_is_set_at_open_changed_cleared_and_never_touches_the_dra
     let records = lineup_tests::records().await;
     let admin = admin(&sale, &records);
     let now = sale.clock.now();
-    let settings_key = lineup::queue::keys::EventKeys::new(&sale.event).settings;
+    let settings_key = lineup::adapters::redis::keys::EventKeys::new(&sale.event).settings;
     let redis = lineup_tests::redis().await;
     // A settings hash field as stored (what the hold path's script reads).
     let stored = |field: &'static str| {
@@ -275,7 +275,7 @@ async fn a_ticket_limit_is_set_at_open_changed_cleared_and_never_touches_the_dra
 /// The operator's use cases over the sale's Redis and the shared events table.
 fn admin<'a>(
     sale: &'a OnSale,
-    records: &'a lineup::event_records::dynamo::DynamoEventRecords,
+    records: &'a lineup::adapters::dynamo::event_records::DynamoEventRecords,
 ) -> event_admin::EventAdmin<'a> {
     event_admin::EventAdmin::new(sale.queue.as_ref(), records, "a test")
 }

@@ -16,11 +16,11 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use lambda_runtime::{Context, Diagnostic, LambdaEvent};
-use lineup::config::ConfigError;
-use lineup::outbox::sqs::{PublisherConfig, SqsPublisher};
-use lineup::outbox::stream::{handle, BatchItemFailure, StreamBatchResponse};
-use lineup::outbox::{OutboxEvent, OutboxEventKind, TicketPublisher};
-use lineup::LineupError;
+use lineup::adapters::sqs::{PublisherConfig, SqsPublisher};
+use lineup::application::error::LineupError;
+use lineup::application::outbox_stream::{handle, BatchItemFailure, StreamBatchResponse};
+use lineup::application::ports::outbox::{OutboxEvent, OutboxEventKind, TicketPublisher};
+use lineup::wiring::config::ConfigError;
 use lineup_tests::aws::{dynamo, sqs, unique};
 use lineup_tests::sample;
 use serde_json::{json, Value};

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use http::StatusCode;
-use lineup::clock::Clock;
-use lineup::expiry::Expiry;
-use lineup::http::confirm;
-use lineup::ledger::HOLD_DURATION;
+use lineup::application::confirm;
+use lineup::application::expire::Expiry;
+use lineup::application::ports::ledger::HOLD_DURATION;
+use lineup::domain::clock::Clock;
 use lineup_tests::aws::unique;
 use lineup_tests::on_sale::{payment_body, seat, webhook_secret, OnSale};
 use lineup_tests::*;
@@ -38,9 +38,10 @@ async fn twenty_identical_webhooks_at_once_pay_once_and_get_one_answer() {
     // First, while the order is PENDING, requests that must change nothing: bad and stale
     // signatures, no idempotency key, a wrong amount.
     let pending = sale.snapshot().await;
-    let forged =
-        lineup::webhook_signature::WebhookSecret::new("not-the-provider-secret-0123456789ab")
-            .unwrap();
+    let forged = lineup::domain::webhook_signature::WebhookSecret::new(
+        "not-the-provider-secret-0123456789ab",
+    )
+    .unwrap();
     let now = sale.clock.now();
     for (name, signature) in [
         ("other secret", Some(forged.sign(now, text.as_bytes()))),

@@ -8,15 +8,17 @@ use std::time::{Duration, SystemTime};
 use http::header::CACHE_CONTROL;
 use http::StatusCode;
 use lambda_http::{Body, Response};
-use lineup::clock::{Clock, FixedClock};
-use lineup::event_settings::EventSettings;
-use lineup::http::join;
-use lineup::http::origin::{OriginGuard, OriginSecret};
-use lineup::http::public::{self, PublicApi};
-use lineup::ids::EventId;
-use lineup::queue::redis::RedisQueue;
-use lineup::queue::WaitingLine;
-use lineup::secrets::{KeyRing, Rotating, SecretKey};
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::http::origin::{OriginGuard, OriginSecret};
+use lineup::application::join;
+use lineup::application::ports::queue::WaitingLine;
+use lineup::application::ports::secrets::{KeyRing, SecretKey};
+use lineup::application::rotating::Rotating;
+use lineup::application::status;
+use lineup::application::status::PublicApi;
+use lineup::domain::clock::{Clock, FixedClock};
+use lineup::domain::event_settings::EventSettings;
+use lineup::domain::ids::EventId;
 use lineup_cli::event_admin::{EventAdmin, SettingsChange};
 use lineup_tests::redis_server::RedisServer;
 use lineup_tests::*;
@@ -30,7 +32,7 @@ async fn public_api(queue: Arc<RedisQueue>) -> PublicApi {
         draw: records.clone(),
         layouts: records.clone(),
         layout_documents: Arc::default(),
-        events: Arc::new(lineup::event_records::known::KnownEvents::new(
+        events: Arc::new(lineup::application::known_events::KnownEvents::new(
             records.clone(),
             records,
         )),
@@ -117,7 +119,7 @@ async fn the_status_is_public_cacheable_and_costs_one_redis_read() {
     let api = public_api(queue.clone()).await;
 
     let before = commands_run(&server.url()).await;
-    let answer = public::handle(&api, status_request(&event)).await;
+    let answer = status::handle(&api, status_request(&event)).await;
     assert_eq!(
         commands_run(&server.url()).await - before,
         1,
@@ -157,7 +159,7 @@ async fn the_status_is_public_cacheable_and_costs_one_redis_read() {
     );
     with_jwt["headers"]["authorization"] = "Bearer whoever".into();
     assert_eq!(
-        body(&public::handle(&api, request(&with_jwt)).await),
+        body(&status::handle(&api, request(&with_jwt)).await),
         status
     );
 }
@@ -170,9 +172,9 @@ async fn made_up_events_and_chunks_get_cacheable_misses_and_create_nothing() {
     let before = event_state(&made_up).await;
 
     for answer in [
-        public::handle(&api, status_request(&made_up)).await,
-        public::handle(&api, draw_request(&made_up, None)).await,
-        public::handle(&api, draw_request(&made_up, Some("a"))).await,
+        status::handle(&api, status_request(&made_up)).await,
+        status::handle(&api, draw_request(&made_up, None)).await,
+        status::handle(&api, draw_request(&made_up, Some("a"))).await,
     ] {
         assert_eq!(answer.status(), StatusCode::NOT_FOUND);
         assert!(["event_not_found", "draw_not_published"].contains(&error_code(&answer).as_str()));
@@ -188,7 +190,7 @@ async fn made_up_events_and_chunks_get_cacheable_misses_and_create_nothing() {
         &[("eventId", "no{braces}")],
         None,
     ));
-    let refused = public::handle(&api, malformed).await;
+    let refused = status::handle(&api, malformed).await;
     assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
     assert_eq!(cache_control(&refused), "public, max-age=5");
 }
@@ -208,14 +210,14 @@ async fn the_published_draw_is_immutable_and_served_by_chunk() {
     for n in 0..40 {
         queue.join(&event, &customer(n), start).await.unwrap();
     }
-    let unpublished = public::handle(&api, draw_request(&event, None)).await;
+    let unpublished = status::handle(&api, draw_request(&event, None)).await;
     assert_eq!(error_code(&unpublished), "draw_not_published");
 
     Admission::new(queue.clone())
         .await
         .tick(&event, start + Duration::from_secs(61))
         .await;
-    let summary = public::handle(&api, draw_request(&event, None)).await;
+    let summary = status::handle(&api, draw_request(&event, None)).await;
     assert_eq!(summary.status(), StatusCode::OK);
     assert_eq!(
         cache_control(&summary),
@@ -226,8 +228,8 @@ async fn the_published_draw_is_immutable_and_served_by_chunk() {
     assert_eq!(summary["prefixLength"], 1);
 
     let mut listed = 0;
-    for prefix in lineup::draw::all_prefixes(1) {
-        let chunk = public::handle(&api, draw_request(&event, Some(&prefix))).await;
+    for prefix in lineup::domain::draw::all_prefixes(1) {
+        let chunk = status::handle(&api, draw_request(&event, Some(&prefix))).await;
         assert_eq!(chunk.status(), StatusCode::OK, "chunk {prefix}");
         assert_eq!(cache_control(&chunk), "public, max-age=31536000, immutable");
         let chunk = body(&chunk);
@@ -239,7 +241,7 @@ async fn the_published_draw_is_immutable_and_served_by_chunk() {
     assert_eq!(listed, 40);
     // The status now reveals the seed the commitment bound.
     let status: Value = serde_json::from_str(
-        &lineup::queue::StatusBoard::status_json(queue.as_ref(), &event)
+        &lineup::application::ports::queue::StatusBoard::status_json(queue.as_ref(), &event)
             .await
             .unwrap()
             .unwrap(),
@@ -247,11 +249,11 @@ async fn the_published_draw_is_immutable_and_served_by_chunk() {
     .unwrap();
     assert_eq!(status["draw"]["published"], true);
     assert_eq!(status["draw"]["seed"], summary["seed"]);
-    let seed = lineup::draw::DrawSeed::parse(summary["seed"].as_str().unwrap()).unwrap();
+    let seed = lineup::domain::draw::DrawSeed::parse(summary["seed"].as_str().unwrap()).unwrap();
     assert_eq!(status["draw"]["commitment"], seed.commitment());
 
     for bad in ["ab", "G", "-"] {
-        let refused = public::handle(&api, draw_request(&event, Some(bad))).await;
+        let refused = status::handle(&api, draw_request(&event, Some(bad))).await;
         assert_eq!(refused.status(), StatusCode::BAD_REQUEST, "{bad}");
         assert_eq!(error_code(&refused), "invalid_prefix");
     }
@@ -288,7 +290,7 @@ async fn a_paused_event_admits_nobody_and_says_so_and_every_change_is_kept() {
         let event = event.clone();
         async move {
             let api = public_api(queue).await;
-            body(&public::handle(&api, status_request(&event)).await)
+            body(&status::handle(&api, status_request(&event)).await)
         }
     };
     assert_eq!(status_of(queue.clone()).await["state"], "paused");

@@ -6,15 +6,15 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::StatusCode;
-use lineup::admission::{AdmissionLoop, AdmissionPorts, AdmissionSummary};
-use lineup::clock::{unix_millis, Clock, FixedClock, SystemClock};
-use lineup::event_settings::{EventSettings, QueueState};
-use lineup::http::{join, poll};
-use lineup::ids::EventId;
-use lineup::place_restore::Restorer;
-use lineup::queue::keys::EventKeys;
-use lineup::queue::redis::RedisQueue;
-use lineup::queue::{Admitter, WaitingLine};
+use lineup::adapters::redis::keys::EventKeys;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::admit::{AdmissionLoop, AdmissionPorts, AdmissionSummary};
+use lineup::application::ports::queue::{Admitter, WaitingLine};
+use lineup::application::restore::Restorer;
+use lineup::application::{join, poll};
+use lineup::domain::clock::{unix_millis, Clock, FixedClock, SystemClock};
+use lineup::domain::event_settings::{EventSettings, QueueState};
+use lineup::domain::ids::EventId;
 use lineup_tests::*;
 
 const MAX_ACTIVE: u32 = 100;

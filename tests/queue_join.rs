@@ -9,15 +9,16 @@ use std::time::{Duration, SystemTime};
 
 use futures::future::join_all;
 use http::StatusCode;
-use lineup::clock::{FixedClock, SystemClock};
-use lineup::draw::{self, DrawSeed};
-use lineup::event_records::DrawPublication;
-use lineup::event_settings::EventSettings;
-use lineup::http::{join, poll};
-use lineup::ids::{CustomerId, EventId};
-use lineup::queue::keys::EventKeys;
-use lineup::queue::redis::RedisQueue;
-use lineup::queue::{EventSettingsStore, Standing, WaitingLine};
+use lineup::adapters::redis::keys::EventKeys;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::ports::event_records::DrawPublication;
+use lineup::application::ports::queue::{EventSettingsStore, Standing, WaitingLine};
+use lineup::application::{join, poll};
+use lineup::domain::clock::{FixedClock, SystemClock};
+use lineup::domain::draw;
+use lineup::domain::draw::DrawSeed;
+use lineup::domain::event_settings::EventSettings;
+use lineup::domain::ids::{CustomerId, EventId};
 use lineup_tests::*;
 
 #[tokio::test]
@@ -239,7 +240,7 @@ async fn the_pre_queue_is_drawn_at_opening_ahead_of_later_joins_as_published() {
             serde_json::json!({
                 "status": "waiting",
                 "etaSeconds": OPENS_IN.as_secs(),
-                "opensAt": lineup::clock::rfc3339(start + OPENS_IN),
+                "opensAt": lineup::domain::clock::rfc3339(start + OPENS_IN),
             })
         );
     }
@@ -439,7 +440,7 @@ async fn queue_admit_tick(
     queue: &Arc<RedisQueue>,
     event: &EventId,
     now: SystemTime,
-) -> lineup::queue::TickReport {
+) -> lineup::application::ports::queue::TickReport {
     Admission::new(queue.clone()).await.tick(event, now).await
 }
 

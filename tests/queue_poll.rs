@@ -7,13 +7,14 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::StatusCode;
-use lineup::access_token::{self, TokenRejection};
-use lineup::clock::{Clock, FixedClock};
-use lineup::event_settings::{EventSettings, QueueState};
-use lineup::http::{join, poll};
-use lineup::ids::{CustomerId, EventId};
-use lineup::queue::{Admitter, WaitingLine};
-use lineup::LineupError;
+use lineup::application::error::LineupError;
+use lineup::application::ports::queue::{Admitter, WaitingLine};
+use lineup::application::{join, poll};
+use lineup::domain::access_token;
+use lineup::domain::access_token::TokenRejection;
+use lineup::domain::clock::{Clock, FixedClock};
+use lineup::domain::event_settings::{EventSettings, QueueState};
+use lineup::domain::ids::{CustomerId, EventId};
 use lineup_tests::*;
 
 #[tokio::test]
@@ -131,7 +132,7 @@ async fn an_admitted_customer_gets_a_token_that_only_they_can_use_for_that_event
     );
     let token = admitted["accessToken"].as_str().unwrap().to_owned();
 
-    let key: lineup::signing::SigningKeys = signing_key().into();
+    let key: lineup::domain::signing::SigningKeys = signing_key().into();
     let check = |token: String, event: EventId, caller: CustomerId, now: SystemTime| {
         let (key, queue) = (key.clone(), queue.clone());
         async move {
@@ -149,14 +150,15 @@ async fn an_admitted_customer_gets_a_token_that_only_they_can_use_for_that_event
         .unwrap();
     assert_eq!(accepted.ticket_limit, None, "no ticket limit here");
     assert_eq!(
-        lineup::clock::unix_millis(accepted.expires_at),
-        lineup::clock::unix_millis(expires_at),
+        lineup::domain::clock::unix_millis(accepted.expires_at),
+        lineup::domain::clock::unix_millis(expires_at),
         "the admission the token names"
     );
 
     // Forged: another key signed it; or the claims were edited after signing.
     let forged_key =
-        lineup::signing::SigningKey::new("an attacker's key, not the server's one").unwrap();
+        lineup::domain::signing::SigningKey::new("an attacker's key, not the server's one")
+            .unwrap();
     let forged = access_token::issue(
         &forged_key,
         &event,

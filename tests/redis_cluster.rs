@@ -5,12 +5,14 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use lineup::access_token;
-use lineup::config::RedisSettings;
-use lineup::event_settings::EventSettings;
-use lineup::queue::keys::EventKeys;
-use lineup::queue::redis::RedisQueue;
-use lineup::queue::{AdmissionRegistry, Admitter, EventSettingsStore, Standing, WaitingLine};
+use lineup::adapters::redis::keys::EventKeys;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::ports::queue::{
+    AdmissionRegistry, Admitter, EventSettingsStore, Standing, WaitingLine,
+};
+use lineup::domain::access_token;
+use lineup::domain::event_settings::EventSettings;
+use lineup::wiring::config::RedisSettings;
 use lineup_tests::*;
 
 fn cluster_queue() -> Arc<RedisQueue> {
@@ -58,7 +60,11 @@ async fn the_whole_queue_cycle_works_on_a_cluster_across_shards() {
             ..EventSettings::opening_at(now - Duration::from_secs(1))
         };
         queue
-            .configure(event, &settings, &lineup::draw::DrawSeed::generate())
+            .configure(
+                event,
+                &settings,
+                &lineup::domain::draw::DrawSeed::generate(),
+            )
             .await
             .expect("configure");
         allow_numbers(&queue, event).await;

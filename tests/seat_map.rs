@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use http::StatusCode;
-use lineup::availability::rebuild::{AvailabilityRebuild, RebuildOutcome, SeatStates};
-use lineup::availability::{bit, AvailabilityBoard};
-use lineup::clock::Clock;
-use lineup::ids::{CustomerId, SeatId};
-use lineup::layout::SeatLayout;
-use lineup::ledger::{HoldSweeper, NewSeat, HOLD_DURATION};
-use lineup::queue::keys::EventKeys;
+use lineup::adapters::redis::keys::EventKeys;
+use lineup::application::ports::availability::{bit, AvailabilityBoard};
+use lineup::application::ports::ledger::{HoldSweeper, NewSeat, HOLD_DURATION};
+use lineup::application::rebuild::{AvailabilityRebuild, RebuildOutcome, SeatStates};
+use lineup::domain::clock::Clock;
+use lineup::domain::ids::{CustomerId, SeatId};
+use lineup::domain::layout::SeatLayout;
 use lineup_tests::on_sale::OnSale;
 use lineup_tests::*;
 use serde_json::{json, Value};
@@ -142,7 +142,7 @@ async fn the_projection_converges_to_the_table_after_holds_releases_sales_and_la
         ],
         Some(b),
     );
-    let answer = lineup::http::holds::handle(&sale.hold_api, request(&release)).await;
+    let answer = lineup::application::hold::handle(&sale.hold_api, request(&release)).await;
     assert_eq!(answer.status(), StatusCode::NO_CONTENT);
     order(&sale.hold(c, token(2), &ids(&["F-1-0"])).await);
     order(&sale.hold(d, token(3), &ids(&["F-1-7", "B-A-0"])).await);
@@ -406,7 +406,7 @@ async fn the_layout_and_the_seat_map_are_public_cacheable_and_refuse_made_up_ver
     let get = |route_key: &str, params: &[(&str, &str)]| {
         let request = public_request(route_key, params);
         let api = api.clone();
-        async move { lineup::http::public::handle(&api, request).await }
+        async move { lineup::application::status::handle(&api, request).await }
     };
     let event = sale.event.as_str();
     let cache = |answer: &lambda_http::Response<lambda_http::Body>| {
@@ -478,7 +478,7 @@ async fn the_layout_and_the_seat_map_are_public_cacheable_and_refuse_made_up_ver
     // A thousand made-up versions, and versions of a made-up event, reach neither the table nor
     // the single read real versions wait for: only the current version is ever read.
     let (counted, requests) = counting_records().await;
-    let counted_api = lineup::http::public::PublicApi {
+    let counted_api = lineup::application::status::PublicApi {
         layouts: counted,
         layout_documents: std::sync::Arc::default(),
         ..api.clone()
@@ -489,7 +489,7 @@ async fn the_layout_and_the_seat_map_are_public_cacheable_and_refuse_made_up_ver
             &[("eventId", event), ("version", version)],
         );
         let api = counted_api.clone();
-        async move { lineup::http::public::handle(&api, request).await }
+        async move { lineup::application::status::handle(&api, request).await }
     };
     let made_up: Vec<String> = (0..1000u64).map(|n| format!("{n:016x}")).collect();
     let answers = join_all(made_up.iter().map(|version| version_of(event, version))).await;

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use futures::future::join_all;
 use http::StatusCode;
-use lineup::ids::SeatId;
+use lineup::domain::ids::SeatId;
 use lineup_tests::on_sale::{seat, OnSale};
 use lineup_tests::*;
 use serde_json::Value;

@@ -8,12 +8,15 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_secretsmanager::primitives::Blob;
-use lineup::access_token::{self, TokenRejection};
-use lineup::ids::{CustomerId, EventId};
-use lineup::secrets::secrets_manager::SecretsManagerFetcher;
-use lineup::secrets::{KeySource, Rotating, SecretRef, SecretsError};
-use lineup::signing::{SigningKey, SigningKeys};
-use lineup::webhook_signature::{WebhookSecret, WebhookSecrets};
+use lineup::adapters::secret_source::{KeySource, SecretRef};
+use lineup::adapters::secrets_manager::SecretsManagerFetcher;
+use lineup::application::ports::secrets::SecretsError;
+use lineup::application::rotating::Rotating;
+use lineup::domain::access_token;
+use lineup::domain::access_token::TokenRejection;
+use lineup::domain::ids::{CustomerId, EventId};
+use lineup::domain::signing::{SigningKey, SigningKeys};
+use lineup::domain::webhook_signature::{WebhookSecret, WebhookSecrets};
 use lineup_tests::aws::{settings, unique};
 
 const KEY_A: &str = "first-signing-key-0123456789abcdef-aaaa";
@@ -21,7 +24,7 @@ const KEY_B: &str = "second-signing-key-0123456789abcdef-bbbb";
 const KEY_C: &str = "third-signing-key-0123456789abcdef-cccc";
 
 fn client() -> aws_sdk_secretsmanager::Client {
-    lineup::aws::secretsmanager(&settings())
+    lineup::adapters::aws::secretsmanager(&settings())
 }
 
 /// A new secret holding `value`; its ARN.
@@ -72,10 +75,10 @@ async fn a_rotated_signing_key_is_picked_up_and_the_previous_one_still_verifies(
     let event = EventId::parse("rotation").unwrap();
     let alice = CustomerId::parse("alice").unwrap();
     let old_token = access_token::issue(&keys.current(), &event, &alice, expires);
-    let place = lineup::signing::QueueTicket {
+    let place = lineup::domain::signing::QueueTicket {
         number: Some(12),
         // Tickets carry whole milliseconds.
-        issued_at: lineup::clock::from_unix_millis(lineup::clock::unix_millis(now)),
+        issued_at: lineup::domain::clock::from_unix_millis(lineup::domain::clock::unix_millis(now)),
     };
     let old_queue_id = keys.queue_ticket(&event, &alice, place);
 

@@ -6,7 +6,7 @@
 //! region chain every AWS tool follows (environment, `~/.aws/config` profiles with SSO,
 //! `credential_process` or roles to assume, container and instance credentials), because that is
 //! how operators sign in. The Lambda functions deliberately do without it
-//! (`lineup::aws`: their credentials are always in the environment, and it would add to every
+//! (`lineup::adapters::aws`: their credentials are always in the environment, and it would add to every
 //! binary); the CLI's size does not matter. Both use the same rustls + ring HTTPS client. Against
 //! the local stack nothing is looked up: an explicit endpoint and throw-away credentials.
 
@@ -17,10 +17,10 @@ use aws_config::provider_config::ProviderConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_dynamodb::config::{ProvideCredentials, SharedCredentialsProvider};
 use aws_smithy_types::timeout::TimeoutConfig;
-use lineup::aws::AwsSettings;
-use lineup::event_records::dynamo::DynamoEventRecords;
-use lineup::ledger::dynamo::{DynamoLedger, TableNames};
-use lineup::queue::redis::RedisQueue;
+use lineup::adapters::aws::AwsSettings;
+use lineup::adapters::dynamo::event_records::DynamoEventRecords;
+use lineup::adapters::dynamo::{DynamoLedger, TableNames};
+use lineup::adapters::redis::queue::RedisQueue;
 
 /// The local stack's default ports (`lineup dev` and the operator commands agree on them).
 pub const LOCAL_REDIS_PORT: u16 = 6381;
@@ -116,7 +116,7 @@ impl std::fmt::Display for ProfileName {
 /// Where the AWS clients point, and as whom.
 #[derive(Debug, Clone)]
 pub enum AwsTarget {
-    /// A local emulator: explicit endpoint, test credentials (`lineup::aws`'s own builders).
+    /// A local emulator: explicit endpoint, test credentials (`lineup::adapters::aws`'s own builders).
     Local(AwsSettings),
     /// AWS, as the standard chain resolved it.
     Aws(Box<SdkConfig>),
@@ -125,7 +125,7 @@ pub enum AwsTarget {
 impl AwsTarget {
     pub fn dynamodb(&self) -> aws_sdk_dynamodb::Client {
         match self {
-            Self::Local(settings) => lineup::aws::dynamodb(settings),
+            Self::Local(settings) => lineup::adapters::aws::dynamodb(settings),
             Self::Aws(config) => aws_sdk_dynamodb::Client::new(config),
         }
     }
@@ -139,7 +139,7 @@ impl AwsTarget {
 
     pub fn sqs(&self) -> aws_sdk_sqs::Client {
         match self {
-            Self::Local(settings) => lineup::aws::sqs(settings),
+            Self::Local(settings) => lineup::adapters::aws::sqs(settings),
             Self::Aws(config) => aws_sdk_sqs::Client::new(config),
         }
     }
@@ -175,7 +175,7 @@ impl EndpointArgs {
     }
 
     async fn load_aws_config(&self) -> SdkConfig {
-        let http_client = lineup::aws::http_client();
+        let http_client = lineup::adapters::aws::http_client();
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
             .http_client(http_client.clone())
             .timeout_config(
@@ -233,7 +233,7 @@ impl EndpointArgs {
     }
 
     pub fn queue(&self) -> Result<RedisQueue, EndpointError> {
-        let settings = lineup::config::RedisSettings {
+        let settings = lineup::wiring::config::RedisSettings {
             url: self.redis_url.clone(),
             timeout: Duration::from_secs(2),
             cluster: self.redis_cluster,
@@ -253,8 +253,8 @@ pub fn dynamodb_streams(settings: &AwsSettings) -> aws_sdk_dynamodbstreams::Clie
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(settings.region.clone()))
         .credentials_provider(settings.credentials.clone())
-        .http_client(lineup::aws::http_client())
-        .timeout_config(lineup::aws::timeouts(settings));
+        .http_client(lineup::adapters::aws::http_client())
+        .timeout_config(lineup::adapters::aws::timeouts(settings));
     if let Some(endpoint) = &settings.endpoint_url {
         config = config.endpoint_url(endpoint);
     }

@@ -8,15 +8,17 @@
 
 use std::time::{Duration, SystemTime};
 
-use lineup::clock::unix_millis;
-use lineup::event_records::{AdmissionCursor, AuditEntry, AuditLog, EventRecords};
-use lineup::event_settings::{EventSettings, QueueState};
-use lineup::ids::EventId;
-use lineup::layout::SeatLayout;
-use lineup::ledger::dynamo::DynamoLedger;
-use lineup::queue::{Admitter, EventSettingsStore, PlaceRestorer};
-use lineup::seeding::{SeedOutcome, Seeding};
-use lineup::LineupError;
+use lineup::adapters::dynamo::DynamoLedger;
+use lineup::application::error::LineupError;
+use lineup::application::ports::event_records::{
+    AdmissionCursor, AuditEntry, AuditLog, EventRecords,
+};
+use lineup::application::ports::queue::{Admitter, EventSettingsStore, PlaceRestorer};
+use lineup::application::seeding::{SeedOutcome, Seeding};
+use lineup::domain::clock::unix_millis;
+use lineup::domain::event_settings::{EventSettings, QueueState};
+use lineup::domain::ids::EventId;
+use lineup::domain::layout::SeatLayout;
 
 /// Changes to an event's settings; `None` keeps the current value (or the default, for a new
 /// event).
@@ -128,12 +130,12 @@ impl SettingsChange {
 }
 
 /// Writes the seats of `layout` (all AVAILABLE) and makes it the event's layout
-/// ([`lineup::seeding`]). Refused while any of the event's seats is held or sold: re-seeding a
+/// ([`lineup::application::seeding`]). Refused while any of the event's seats is held or sold: re-seeding a
 /// live on-sale would put sold seats back on sale.
 pub async fn seed(
     ledger: &DynamoLedger,
-    records: &lineup::event_records::dynamo::DynamoEventRecords,
-    queue: &lineup::queue::redis::RedisQueue,
+    records: &lineup::adapters::dynamo::event_records::DynamoEventRecords,
+    queue: &lineup::adapters::redis::queue::RedisQueue,
     event: &EventId,
     layout: &SeatLayout,
     now: SystemTime,
@@ -176,8 +178,8 @@ impl<'a> EventAdmin<'a> {
     /// The use cases over Redis (the cache's copy, and the tick that publishes the status) and
     /// the events table (the record and the audit trail), as every command wires them.
     pub fn new(
-        queue: &'a lineup::queue::redis::RedisQueue,
-        records: &'a lineup::event_records::dynamo::DynamoEventRecords,
+        queue: &'a lineup::adapters::redis::queue::RedisQueue,
+        records: &'a lineup::adapters::dynamo::event_records::DynamoEventRecords,
         operator: impl Into<String>,
     ) -> Self {
         Self {
@@ -368,7 +370,7 @@ impl EventAdmin<'_> {
 
 /// One line per audit entry, for the operator's terminal.
 pub fn describe_entry(entry: &AuditEntry) -> String {
-    let at = humantime::format_rfc3339_millis(lineup::clock::from_unix_millis(entry.at_ms));
+    let at = humantime::format_rfc3339_millis(lineup::domain::clock::from_unix_millis(entry.at_ms));
     format!(
         "{at}  {:<6}  by {}  {}",
         entry.action, entry.operator, entry.detail
@@ -378,7 +380,7 @@ pub fn describe_entry(entry: &AuditEntry) -> String {
 /// How many of an event's seats are on sale, held or sold, as the seat map shows them (a lapsed
 /// hold's seat shows as held until the expiry sweep frees it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SeatCounts(pub Option<lineup::availability::SeatCounts>);
+pub struct SeatCounts(pub Option<lineup::application::ports::availability::SeatCounts>);
 
 impl std::fmt::Display for SeatCounts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -395,7 +397,7 @@ impl std::fmt::Display for SeatCounts {
 
 /// Counts the event's seats by status, from the seat map's projection.
 pub async fn seat_counts(
-    board: &dyn lineup::availability::AvailabilityBoard,
+    board: &dyn lineup::application::ports::availability::AvailabilityBoard,
     event: &EventId,
 ) -> Result<SeatCounts, AdminError> {
     Ok(SeatCounts(board.counts(event).await?))
@@ -494,7 +496,7 @@ mod tests {
 
     #[test]
     fn seat_counts_read_as_a_sentence() {
-        let counts = SeatCounts(Some(lineup::availability::SeatCounts {
+        let counts = SeatCounts(Some(lineup::application::ports::availability::SeatCounts {
             seats: 10,
             available: 7,
             held: 2,

@@ -4,12 +4,12 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use clap::Parser;
-use lineup::event_records::dynamo::DynamoEventRecords;
-use lineup::event_records::EventRecords;
-use lineup::ids::EventId;
-use lineup::ledger::dynamo::tables::create_tables;
-use lineup::queue::redis::RedisQueue;
-use lineup::queue::EventSettingsStore;
+use lineup::adapters::dynamo::event_records::DynamoEventRecords;
+use lineup::adapters::dynamo::tables::create_tables;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::ports::event_records::EventRecords;
+use lineup::application::ports::queue::EventSettingsStore;
+use lineup::domain::ids::EventId;
 use lineup_cli::commands::{Cli, Command, EventAction, SeedArgs};
 use lineup_cli::{dev, event_admin, plan, simulate, verify_draw};
 use tracing::level_filters::LevelFilter;

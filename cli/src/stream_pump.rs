@@ -9,10 +9,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodbstreams::types::{AttributeValue, Record, ShardIteratorType};
 use aws_sdk_dynamodbstreams::Client as StreamsClient;
-use lineup::availability::AvailabilityBoard;
-use lineup::outbox::TicketPublisher;
-use lineup::stream_batch::StreamBatchResponse;
-use lineup::LineupError;
+use lineup::application::error::LineupError;
+use lineup::application::ports::availability::AvailabilityBoard;
+use lineup::application::ports::outbox::TicketPublisher;
+use lineup::application::stream_batch::StreamBatchResponse;
 use serde_json::{json, Map, Value};
 
 type StreamsError<E> = aws_sdk_dynamodbstreams::error::SdkError<E>;
@@ -170,7 +170,7 @@ impl StreamHandler for OutboxStream {
         &self,
         invocation: lambda_runtime::LambdaEvent<Value>,
     ) -> Result<StreamBatchResponse, LineupError> {
-        lineup::outbox::stream::handle(self.0.as_ref(), invocation).await
+        lineup::application::outbox_stream::handle(self.0.as_ref(), invocation).await
     }
 }
 
@@ -186,7 +186,7 @@ impl StreamHandler for AvailabilityStream {
         &self,
         invocation: lambda_runtime::LambdaEvent<Value>,
     ) -> Result<StreamBatchResponse, LineupError> {
-        lineup::availability::stream::handle(self.0.as_ref(), invocation).await
+        lineup::application::availability::handle(self.0.as_ref(), invocation).await
     }
 }
 

@@ -1,9 +1,9 @@
 //! A seat layout to seed an event with: sections with their prices, cut into rows of seats with
 //! ids a page can lay out (`FLR-A-07`: section code, row, seat number).
 
-use lineup::ids::SeatId;
-use lineup::layout::{LayoutError, SeatLayout};
-use lineup::ledger::NewSeat;
+use lineup::application::ports::ledger::NewSeat;
+use lineup::domain::ids::SeatId;
+use lineup::domain::layout::{LayoutError, SeatLayout};
 
 /// The flags that describe a venue (`lineup dev`, `lineup seed`).
 #[derive(Debug, Clone, clap::Args)]
@@ -60,7 +60,7 @@ pub enum VenueError {
     Currency(String),
     #[error(
         "seats per row must be from 1 to {}",
-        lineup::layout::MAX_SEATS_PER_ROW
+        lineup::domain::layout::MAX_SEATS_PER_ROW
     )]
     SeatsPerRow,
     #[error(transparent)]
@@ -121,7 +121,7 @@ pub fn layout(
     if seats == 0 || sections.is_empty() {
         return Err(VenueError::Empty);
     }
-    if per_row == 0 || per_row > lineup::layout::MAX_SEATS_PER_ROW {
+    if per_row == 0 || per_row > lineup::domain::layout::MAX_SEATS_PER_ROW {
         return Err(VenueError::SeatsPerRow);
     }
     if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_uppercase()) {

@@ -1,7 +1,7 @@
 //! `lineup verify-draw`: checks an event's pre-queue draw from what was published, as any
 //! outsider can. It reads the public routes over HTTP (`GET /events/{eventId}/draw`, every chunk
 //! `GET /events/{eventId}/draw/{prefix}`, and `GET /events/{eventId}/status` when no commitment
-//! was saved), recomputes the draw with [`lineup::draw::verify`] and reports every disagreement.
+//! was saved), recomputes the draw with [`lineup::domain::draw::verify`] and reports every disagreement.
 //! It uses nothing an outsider does not have: no credentials, no store, no signing key.
 //!
 //! Exit status: 0 when the draw checks out, 1 on any mismatch, 2 when it could not be checked
@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
-use lineup::draw::{self, DrawChunk, DrawMismatch, DrawSummary};
-use lineup::ids::EventId;
+use lineup::domain::draw;
+use lineup::domain::draw::{DrawChunk, DrawMismatch, DrawSummary};
+use lineup::domain::ids::EventId;
 use reqwest::header::RETRY_AFTER;
 use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
@@ -38,7 +39,7 @@ const RATE_LIMITED_WAITS: u32 = 30;
 /// A `Retry-After` longer than this is not waited out in full.
 const LONGEST_WAIT: Duration = Duration::from_secs(300);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// The longest chunk prefix the algorithm makes (`lineup::draw::prefix_len`): 16^6 chunks.
+/// The longest chunk prefix the algorithm makes (`lineup::domain::draw::prefix_len`): 16^6 chunks.
 const LONGEST_PREFIX: usize = 6;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -520,7 +521,7 @@ mod tests {
     use axum::response::IntoResponse;
     use axum::routing::get;
     use axum::{Json, Router};
-    use lineup::draw::{DrawSeed, ALGORITHM};
+    use lineup::domain::draw::{DrawSeed, ALGORITHM};
 
     use super::*;
 
@@ -746,7 +747,7 @@ mod tests {
         // An empty draw is one chunk long; this one announces more, to exercise the reading.
         assert_eq!(
             check.mismatches,
-            vec![lineup::draw::DrawMismatch::PrefixLength {
+            vec![lineup::domain::draw::DrawMismatch::PrefixLength {
                 published: prefix_length,
                 expected: 1
             }]

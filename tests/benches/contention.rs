@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use http::StatusCode;
-use lineup::clock::Clock;
-use lineup::ids::SeatId;
-use lineup::ledger::dynamo::DynamoLedger;
-use lineup::ledger::{HoldSweeper, HOLD_DURATION};
+use lineup::adapters::dynamo::DynamoLedger;
+use lineup::application::ports::ledger::{HoldSweeper, HOLD_DURATION};
+use lineup::domain::clock::Clock;
+use lineup::domain::ids::SeatId;
 use lineup_tests::on_sale::{seat, OnSale};
 use lineup_tests::request_counter::{counting_dynamodb, RequestCounter};
 use lineup_tests::*;

@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures::future::join_all;
-use lineup::event_settings::{EventSettings, QueueState};
-use lineup::ids::CustomerId;
-use lineup::queue::{AdmissionRegistry, Admitter, WaitingLine};
-use lineup::wait_policy;
+use lineup::application::ports::queue::{AdmissionRegistry, Admitter, WaitingLine};
+use lineup::domain::event_settings::{EventSettings, QueueState};
+use lineup::domain::ids::CustomerId;
+use lineup::domain::wait_policy;
 use lineup_tests::*;
 
 const CONCURRENCY: usize = 64;

@@ -17,11 +17,11 @@ use std::time::{Instant, SystemTime};
 
 use futures::future::join_all;
 use http::StatusCode;
-use lineup::clock::SystemClock;
-use lineup::http::{join, poll};
-use lineup::ids::EventId;
-use lineup::queue::redis::RedisQueue;
-use lineup::queue::WaitingLine;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::ports::queue::WaitingLine;
+use lineup::application::{join, poll};
+use lineup::domain::clock::SystemClock;
+use lineup::domain::ids::EventId;
 use lineup_tests::*;
 
 const CONCURRENCY: usize = 64;

@@ -12,10 +12,11 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
-use lineup::availability::{Availability, AvailabilityDocument};
-use lineup::http::public::{self, PublicApi};
-use lineup::ids::EventId;
-use lineup::layout::SeatLayout;
+use lineup::application::ports::availability::{Availability, AvailabilityDocument};
+use lineup::application::status;
+use lineup::application::status::PublicApi;
+use lineup::domain::ids::EventId;
+use lineup::domain::layout::SeatLayout;
 use lineup_cli::venue::{layout, parse_sections, SEATS_PER_ROW};
 use lineup_tests::on_sale::OnSale;
 use lineup_tests::request_counter::counting_dynamodb;
@@ -76,7 +77,7 @@ fn bytes_on_the_wire() {
         let statuses = statuses.into_iter();
         let availability = Availability {
             summary: layout.summary(),
-            available: lineup::availability::bitset(statuses),
+            available: lineup::application::ports::availability::bitset(statuses),
         };
         let document =
             serde_json::to_string(&AvailabilityDocument::new(&event, &availability)).unwrap();
@@ -101,10 +102,12 @@ async fn reads_for_seat_maps(shoppers: usize, seats: usize) {
     const EVERY_SECONDS: usize = 2;
     let sale = OnSale::with_layout_on(Some(venue(seats)), queue()).await;
     let (client, counter) = counting_dynamodb();
-    let records = Arc::new(lineup::event_records::dynamo::DynamoEventRecords::new(
-        client,
-        sale.records.table(),
-    ));
+    let records = Arc::new(
+        lineup::adapters::dynamo::event_records::DynamoEventRecords::new(
+            client,
+            sale.records.table(),
+        ),
+    );
     // One `status` instance, as every shopper's read reaching the origin would find it.
     let queue = queue();
     let api = PublicApi {
@@ -113,7 +116,7 @@ async fn reads_for_seat_maps(shoppers: usize, seats: usize) {
         draw: records.clone(),
         layouts: records.clone(),
         layout_documents: Arc::default(),
-        events: Arc::new(lineup::event_records::known::KnownEvents::new(
+        events: Arc::new(lineup::application::known_events::KnownEvents::new(
             records.clone(),
             records,
         )),
@@ -131,7 +134,7 @@ async fn reads_for_seat_maps(shoppers: usize, seats: usize) {
             event["pathParameters"]["version"] = version.into();
         }
         let api = api.clone();
-        async move { public::handle(&api, request(&event)).await.status() }
+        async move { status::handle(&api, request(&event)).await.status() }
     };
     // The shoppers' reads, 64 in flight at once (one process standing in for many instances).
     let all = |route_key: &'static str, version: Option<&'static str>| {

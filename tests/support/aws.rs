@@ -2,7 +2,7 @@
 //! starts), with throw-away credentials. Tests create their own uniquely named tables and queues,
 //! so they run in parallel without resetting the emulator under each other.
 
-use lineup::aws::AwsSettings;
+use lineup::adapters::aws::AwsSettings;
 
 pub fn endpoint_url() -> String {
     std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
@@ -18,11 +18,11 @@ pub fn settings() -> AwsSettings {
 }
 
 pub async fn dynamo() -> aws_sdk_dynamodb::Client {
-    lineup::aws::dynamodb(&settings())
+    lineup::adapters::aws::dynamodb(&settings())
 }
 
 pub async fn sqs() -> aws_sdk_sqs::Client {
-    lineup::aws::sqs(&settings())
+    lineup::adapters::aws::sqs(&settings())
 }
 
 pub async fn dynamodb_streams() -> aws_sdk_dynamodbstreams::Client {

@@ -16,19 +16,19 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use lambda_http::{Body, Request, Response};
-use lineup::admission::{AdmissionLoop, AdmissionPorts};
-use lineup::clock::{Clock, FixedClock};
-use lineup::draw::DrawSeed;
-use lineup::event_records::dynamo::DynamoEventRecords;
-use lineup::event_settings::EventSettings;
-use lineup::http::QueueApi;
-use lineup::ids::{CustomerId, EventId};
-use lineup::place_restore::Restorer;
-use lineup::queue::keys::{EventKeys, OPEN_EVENTS};
-use lineup::queue::redis::RedisQueue;
-use lineup::queue::EventSettingsStore;
-use lineup::queue::TickReport;
-use lineup::signing::{QueueTicket, SigningKey};
+use lineup::adapters::dynamo::event_records::DynamoEventRecords;
+use lineup::adapters::redis::keys::{EventKeys, OPEN_EVENTS};
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::admit::{AdmissionLoop, AdmissionPorts};
+use lineup::application::ports::queue::EventSettingsStore;
+use lineup::application::ports::queue::TickReport;
+use lineup::application::queue_api::QueueApi;
+use lineup::application::restore::Restorer;
+use lineup::domain::clock::{Clock, FixedClock};
+use lineup::domain::draw::DrawSeed;
+use lineup::domain::event_settings::EventSettings;
+use lineup::domain::ids::{CustomerId, EventId};
+use lineup::domain::signing::{QueueTicket, SigningKey};
 use serde_json::Value;
 
 /// The development signing key (`lineup dev`'s). Not a secret: it signs nothing outside local
@@ -91,7 +91,7 @@ pub async fn configure(queue: &RedisQueue, event: &EventId, settings: EventSetti
 /// table, for tests that drive the queue's Redis port alone (joins through `QueueApi` reserve
 /// ranges for real; `tests/cache_loss.rs` checks that).
 pub async fn allow_numbers(queue: &RedisQueue, event: &EventId) {
-    use lineup::queue::NumberRanges;
+    use lineup::application::ports::queue::NumberRanges;
     assert!(
         queue
             .extend_numbers(event, 10_000_000, 0, SystemTime::now())
@@ -144,15 +144,15 @@ pub async fn private_records() -> Arc<DynamoEventRecords> {
 }
 
 /// The public routes over the shared Redis and `records`.
-pub fn public_api(records: Arc<DynamoEventRecords>) -> lineup::http::public::PublicApi {
+pub fn public_api(records: Arc<DynamoEventRecords>) -> lineup::application::status::PublicApi {
     let queue = queue();
-    lineup::http::public::PublicApi {
+    lineup::application::status::PublicApi {
         seats: Arc::new(queue.availability_board()),
         board: queue,
         draw: records.clone(),
         layouts: records.clone(),
         layout_documents: Arc::default(),
-        events: Arc::new(lineup::event_records::known::KnownEvents::new(
+        events: Arc::new(lineup::application::known_events::KnownEvents::new(
             records.clone(),
             records,
         )),
@@ -204,7 +204,7 @@ impl Admission {
         &self,
         event: &EventId,
         now: SystemTime,
-    ) -> Result<TickReport, lineup::LineupError> {
+    ) -> Result<TickReport, lineup::application::error::LineupError> {
         let ports = AdmissionPorts {
             availability: None,
             admitter: &*self.queue,
@@ -227,7 +227,7 @@ pub fn ticket_at(
     number: Option<u64>,
     issued_at: SystemTime,
 ) -> String {
-    let keys: lineup::signing::SigningKeys = signing_key().into();
+    let keys: lineup::domain::signing::SigningKeys = signing_key().into();
     keys.queue_ticket(event, customer, QueueTicket { number, issued_at })
         .as_str()
         .to_owned()
@@ -567,8 +567,8 @@ pub struct OnlyEvents {
 }
 
 #[async_trait::async_trait]
-impl lineup::queue::Admitter for OnlyEvents {
-    async fn open_events(&self) -> Result<Vec<EventId>, lineup::LineupError> {
+impl lineup::application::ports::queue::Admitter for OnlyEvents {
+    async fn open_events(&self) -> Result<Vec<EventId>, lineup::application::error::LineupError> {
         Ok(self.events.clone())
     }
 
@@ -576,8 +576,11 @@ impl lineup::queue::Admitter for OnlyEvents {
         &self,
         event: &EventId,
         now: SystemTime,
-        mode: lineup::queue::TickMode,
-    ) -> Result<lineup::queue::TickReport, lineup::LineupError> {
+        mode: lineup::application::ports::queue::TickMode,
+    ) -> Result<
+        lineup::application::ports::queue::TickReport,
+        lineup::application::error::LineupError,
+    > {
         self.queue.tick(event, now, mode).await
     }
 }

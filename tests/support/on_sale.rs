@@ -7,22 +7,25 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use lambda_http::{Body, Request, Response};
-use lineup::clock::{Clock, FixedClock};
-use lineup::draw::DrawSeed;
-use lineup::event_records::dynamo::DynamoEventRecords;
-use lineup::event_settings::{EventSettings, QueueState};
-use lineup::http::confirm::{self, ConfirmApi};
-use lineup::http::holds::{self, HoldApi};
-use lineup::http::{join, poll, QueueApi};
-use lineup::ids::{CustomerId, EventId, SeatId};
-use lineup::layout::SeatLayout;
-use lineup::ledger::dynamo::tables::create_tables;
-use lineup::ledger::dynamo::{DynamoLedger, TableNames};
-use lineup::ledger::NewSeat;
-use lineup::queue::redis::RedisQueue;
-use lineup::queue::{Admitter, EventSettingsStore, WaitingLine};
-use lineup::seeding::{SeedOutcome, Seeding};
-use lineup::webhook_signature::WebhookSecret;
+use lineup::adapters::dynamo::event_records::DynamoEventRecords;
+use lineup::adapters::dynamo::tables::create_tables;
+use lineup::adapters::dynamo::{DynamoLedger, TableNames};
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::confirm;
+use lineup::application::confirm::ConfirmApi;
+use lineup::application::hold;
+use lineup::application::hold::HoldApi;
+use lineup::application::ports::ledger::NewSeat;
+use lineup::application::ports::queue::{Admitter, EventSettingsStore, WaitingLine};
+use lineup::application::queue_api::QueueApi;
+use lineup::application::seeding::{SeedOutcome, Seeding};
+use lineup::application::{join, poll};
+use lineup::domain::clock::{Clock, FixedClock};
+use lineup::domain::draw::DrawSeed;
+use lineup::domain::event_settings::{EventSettings, QueueState};
+use lineup::domain::ids::{CustomerId, EventId, SeatId};
+use lineup::domain::layout::SeatLayout;
+use lineup::domain::webhook_signature::WebhookSecret;
 use serde_json::Value;
 
 use crate::aws::{dynamo, unique};
@@ -253,7 +256,7 @@ impl OnSale {
         );
         event["body"] = body.to_string().into();
         event["headers"]["x-queue-token"] = token.into();
-        holds::handle(&self.hold_api, request(&event)).await
+        hold::handle(&self.hold_api, request(&event)).await
     }
 
     /// Best available: `quantity` seats together in `section`.
@@ -278,7 +281,7 @@ impl OnSale {
         token: &str,
         seats: &[SeatId],
     ) -> Response<Body> {
-        holds::handle(
+        hold::handle(
             &self.hold_api,
             self.hold_request(customer, Some(token), seats),
         )
@@ -353,7 +356,7 @@ impl OnSale {
     /// The event's seat map as `customer` asks for it, through the sample event.
     /// `GET /events/{eventId}/seats` (public) through the `status` function's handler.
     pub async fn seat_map(&self) -> Response<Body> {
-        lineup::http::public::handle(
+        lineup::application::status::handle(
             &crate::public_api(self.records.clone()),
             request(&route(
                 &sample("seats.json"),
@@ -369,7 +372,7 @@ impl OnSale {
     pub async fn sync_availability(&self) {
         let records = crate::stream::lambda_event_from_stream(&self.tables.seats).await;
         let board = self.queue.availability_board();
-        let response = lineup::availability::stream::handle(
+        let response = lineup::application::availability::handle(
             &board,
             lambda_runtime::LambdaEvent::new(records, lambda_runtime::Context::default()),
         )
@@ -479,7 +482,7 @@ impl OnSale {
                 .standing(&self.event, customer, self.clock.now())
                 .await
                 .expect("standing"),
-            Some(lineup::queue::Standing::Admitted { .. })
+            Some(lineup::application::ports::queue::Standing::Admitted { .. })
         )
     }
 

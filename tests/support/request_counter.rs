@@ -53,7 +53,7 @@ pub fn counting_dynamodb() -> (aws_sdk_dynamodb::Client, RequestCounter) {
             settings.region.clone(),
         ))
         .credentials_provider(settings.credentials.clone())
-        .http_client(lineup::aws::http_client())
+        .http_client(lineup::adapters::aws::http_client())
         .endpoint_url(crate::aws::endpoint_url())
         .interceptor(counter.clone())
         .build();

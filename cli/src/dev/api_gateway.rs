@@ -17,10 +17,10 @@ use axum::response::{IntoResponse, Response as AxumResponse};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use lambda_http::Body;
-use lineup::http::confirm::ConfirmApi;
-use lineup::http::holds::HoldApi;
-use lineup::http::public::PublicApi;
-use lineup::http::QueueApi;
+use lineup::application::confirm::ConfirmApi;
+use lineup::application::hold::HoldApi;
+use lineup::application::queue_api::QueueApi;
+use lineup::application::status::PublicApi;
 
 use super::edge_cache::EdgeCache;
 use serde_json::{json, Value};
@@ -48,13 +48,13 @@ impl Functions {
         function: Function,
         request: lambda_http::Request,
     ) -> lambda_http::Response<Body> {
-        use lineup::http::{confirm, holds, join, poll, public};
+        use lineup::application::{confirm, hold, join, poll, status};
         match function {
             Function::Join => join::handle(&self.queue, request).await,
             Function::Poll => poll::handle(&self.queue, request).await,
-            Function::Hold => holds::handle(&self.hold, request).await,
+            Function::Hold => hold::handle(&self.hold, request).await,
             Function::Confirm => confirm::handle(&self.confirm, request).await,
-            Function::Status => public::handle(&self.public, request).await,
+            Function::Status => status::handle(&self.public, request).await,
         }
     }
 }
@@ -240,7 +240,7 @@ pub fn error(status: StatusCode, code: &str, message: &str) -> AxumResponse {
 
 #[cfg(test)]
 mod tests {
-    use lineup::http::request;
+    use lineup::application::http::request;
 
     use super::*;
     use crate::dev::routes::routes;
@@ -315,7 +315,7 @@ mod tests {
         let request = event_for("POST /events/{eventId}/holds", None, b"");
         assert!(matches!(
             request::caller(&request),
-            Err(lineup::LineupError::Unauthenticated)
+            Err(lineup::application::error::LineupError::Unauthenticated)
         ));
         let token = unverified_jwt::unsigned_token("mallory");
         let webhook = event_for(

@@ -37,18 +37,18 @@ use axum::handler::HandlerWithoutStateExt;
 use axum::http::StatusCode;
 use axum::routing::{get, on, post, MethodFilter};
 use axum::{Json, Router};
-use lineup::clock::SystemClock;
-use lineup::event_records::known::KnownEvents;
-use lineup::http::confirm::ConfirmApi;
-use lineup::http::holds::HoldApi;
-use lineup::http::QueueApi;
-use lineup::ids::EventId;
-use lineup::ledger::dynamo::tables::create_tables;
-use lineup::ledger::dynamo::{DynamoLedger, TableNames};
-use lineup::outbox::sqs::SqsPublisher;
-use lineup::queue::redis::RedisQueue;
-use lineup::signing::SigningKey;
-use lineup::webhook_signature::WebhookSecret;
+use lineup::adapters::dynamo::tables::create_tables;
+use lineup::adapters::dynamo::{DynamoLedger, TableNames};
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::adapters::sqs::SqsPublisher;
+use lineup::application::confirm::ConfirmApi;
+use lineup::application::hold::HoldApi;
+use lineup::application::known_events::KnownEvents;
+use lineup::application::queue_api::QueueApi;
+use lineup::domain::clock::SystemClock;
+use lineup::domain::ids::EventId;
+use lineup::domain::signing::SigningKey;
+use lineup::domain::webhook_signature::WebhookSecret;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -60,9 +60,9 @@ use crate::local_stack::{CacheDir, LocalStack, StackError, StackPorts};
 use crate::stream_pump::{self, AvailabilityStream, OutboxStream, PumpError, StartAt, StreamPump};
 use crate::venue::{self, VenueError};
 use api_gateway::{error, Functions};
-use lineup::event_records::dynamo::DynamoEventRecords;
-use lineup::http::public::PublicApi;
-use lineup::place_restore::Restorer;
+use lineup::adapters::dynamo::event_records::DynamoEventRecords;
+use lineup::application::restore::Restorer;
+use lineup::application::status::PublicApi;
 
 /// Development secrets, used when the environment sets none. Not secrets: they are in the repo.
 pub const DEV_SIGNING_KEY: &str = "lineup-local-development-key-not-a-secret";
@@ -126,7 +126,7 @@ pub enum DevError {
     #[error("{0} is not a valid event id")]
     EventId(String),
     #[error(transparent)]
-    Lineup(#[from] lineup::LineupError),
+    Lineup(#[from] lineup::application::error::LineupError),
     #[error(transparent)]
     Admin(#[from] event_admin::AdminError),
     #[error("could not open Redis")]
@@ -139,9 +139,9 @@ pub enum DevError {
     #[error(transparent)]
     Pump(#[from] PumpError),
     #[error("LINEUP_SIGNING_KEY is not usable")]
-    SigningKey(#[source] lineup::signing::KeyTooShort),
+    SigningKey(#[source] lineup::domain::signing::KeyTooShort),
     #[error("LINEUP_WEBHOOK_SECRET is not usable")]
-    WebhookSecret(#[source] lineup::webhook_signature::SecretTooShort),
+    WebhookSecret(#[source] lineup::domain::webhook_signature::SecretTooShort),
     #[error("the emulator created the ticket queue but returned no URL for it")]
     NoQueueUrl,
     #[error("route {0} has a method the router cannot take")]
@@ -192,7 +192,7 @@ pub async fn run(args: DevArgs) -> Result<(), DevError> {
     let webhook_secret =
         WebhookSecret::new(secret_from_env("LINEUP_WEBHOOK_SECRET", DEV_WEBHOOK_SECRET))
             .map_err(DevError::WebhookSecret)?;
-    lineup::metrics::silence();
+    lineup::application::metrics::silence();
 
     // The port first: a busy one is reported before anything is installed or started.
     let address = SocketAddr::from(([127, 0, 0, 1], args.port));
@@ -277,13 +277,13 @@ async fn prepare(
     args: &DevArgs,
     stack: &LocalStack,
     event: EventId,
-    seats: &lineup::layout::SeatLayout,
+    seats: &lineup::domain::layout::SeatLayout,
     signing_key: SigningKey,
     webhook_secret: WebhookSecret,
 ) -> Result<Prepared, DevError> {
-    let aws = lineup::aws::AwsSettings::local(&stack.aws_endpoint_url);
-    let dynamodb = lineup::aws::dynamodb(&aws);
-    let sqs = lineup::aws::sqs(&aws);
+    let aws = lineup::adapters::aws::AwsSettings::local(&stack.aws_endpoint_url);
+    let dynamodb = lineup::adapters::aws::dynamodb(&aws);
+    let sqs = lineup::adapters::aws::sqs(&aws);
     let tables = TableNames {
         seats: endpoints::LOCAL_SEATS_TABLE.to_owned(),
         orders: endpoints::LOCAL_ORDERS_TABLE.to_owned(),
@@ -345,7 +345,7 @@ async fn prepare(
 
     let line = Arc::new(queue()?);
     let durable = Arc::new(records.clone());
-    let board: Arc<dyn lineup::availability::AvailabilityBoard> =
+    let board: Arc<dyn lineup::application::ports::availability::AvailabilityBoard> =
         Arc::new(line.availability_board());
     let functions = Arc::new(Functions {
         queue: QueueApi {

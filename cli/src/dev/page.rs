@@ -1,8 +1,10 @@
 //! The waiting-room page (`web/`), compiled into the binary so that `lineup dev` serves it
-//! wherever the binary is and wherever it is started from. Three files, each named here with its
-//! content type: plainer than an embedding crate, and a test keeps this list and `web/` equal,
-//! so a file added there cannot be silently left out. (`lineup dev --web-dir web` serves the
-//! files from disk instead, for editing the page without rebuilding.)
+//! wherever the binary is and wherever it is started from. Its HTML, its CSS and its JavaScript
+//! (the entry module `app.js` and the native ES modules it imports by relative URL, no build
+//! step), each file named here with its content type: plainer than an embedding crate, and a
+//! test keeps this list and `web/` equal, so a file added there cannot be silently left out.
+//! (`lineup dev --web-dir web` serves the files from disk instead, for editing the page without
+//! rebuilding.)
 
 use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -23,10 +25,101 @@ pub const ASSETS: &[Asset] = &[
         content_type: "text/html; charset=utf-8",
         body: include_bytes!("../../../web/index.html"),
     },
+    // The entry module index.html loads; the modules below are its imports.
     Asset {
         path: "/app.js",
         content_type: "text/javascript; charset=utf-8",
         body: include_bytes!("../../../web/app.js"),
+    },
+    Asset {
+        path: "/api.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/api.js"),
+    },
+    Asset {
+        path: "/config.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/config.js"),
+    },
+    Asset {
+        path: "/customer.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/customer.js"),
+    },
+    Asset {
+        path: "/dom.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/dom.js"),
+    },
+    Asset {
+        path: "/format.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/format.js"),
+    },
+    Asset {
+        path: "/holds.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/holds.js"),
+    },
+    Asset {
+        path: "/notice.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/notice.js"),
+    },
+    Asset {
+        path: "/order.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/order.js"),
+    },
+    Asset {
+        path: "/overview.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/overview.js"),
+    },
+    Asset {
+        path: "/phase.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/phase.js"),
+    },
+    Asset {
+        path: "/queue.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/queue.js"),
+    },
+    Asset {
+        path: "/seats.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/seats.js"),
+    },
+    Asset {
+        path: "/section.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/section.js"),
+    },
+    Asset {
+        path: "/state.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/state.js"),
+    },
+    Asset {
+        path: "/status.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/status.js"),
+    },
+    Asset {
+        path: "/storage.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/storage.js"),
+    },
+    Asset {
+        path: "/ticket.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/ticket.js"),
+    },
+    Asset {
+        path: "/timers.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/timers.js"),
     },
     Asset {
         path: "/style.css",
@@ -95,6 +188,15 @@ mod tests {
             .unwrap()
             .content_type
             .starts_with("text/css"));
+        // A browser runs a module script only if it comes as JavaScript: every one of them.
+        for asset in ASSETS.iter().filter(|a| a.path.ends_with(".js")) {
+            assert_eq!(
+                asset.content_type, "text/javascript; charset=utf-8",
+                "{}",
+                asset.path
+            );
+        }
+        assert!(asset("/queue.js").is_some());
         assert!(asset("/index.html")
             .unwrap()
             .body

@@ -11,7 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use lineup::webhook_signature::WebhookSecret;
+use lineup::domain::webhook_signature::WebhookSecret;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -160,7 +160,7 @@ pub async fn take_payment(
             "the body must be {\"orderId\": string, \"amount\": integer, \"currency\": string}",
         );
     };
-    if lineup::ids::OrderId::parse(&request.order_id).is_err() {
+    if lineup::domain::ids::OrderId::parse(&request.order_id).is_err() {
         return error(
             StatusCode::BAD_REQUEST,
             "invalid_order_id",

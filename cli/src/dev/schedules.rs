@@ -11,14 +11,14 @@ use std::fmt::Display;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lineup::admission::{AdmissionLoop, AdmissionPorts, AdmissionSummary};
-use lineup::availability::rebuild::AvailabilityRebuild;
-use lineup::clock::SystemClock;
-use lineup::event_records::dynamo::DynamoEventRecords;
-use lineup::expiry::Expiry;
-use lineup::ledger::dynamo::DynamoLedger;
-use lineup::place_restore::Restorer;
-use lineup::queue::redis::RedisQueue;
+use lineup::adapters::dynamo::event_records::DynamoEventRecords;
+use lineup::adapters::dynamo::DynamoLedger;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::admit::{AdmissionLoop, AdmissionPorts, AdmissionSummary};
+use lineup::application::expire::Expiry;
+use lineup::application::rebuild::AvailabilityRebuild;
+use lineup::application::restore::Restorer;
+use lineup::domain::clock::SystemClock;
 
 /// Admits from every open event's queue once per `tick`, until the task is dropped.
 pub async fn admit_forever(

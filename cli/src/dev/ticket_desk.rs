@@ -11,7 +11,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use lineup::outbox::OutboxEvent;
+use lineup::application::ports::outbox::OutboxEvent;
 use serde::{Deserialize, Serialize};
 
 use super::api_gateway::error;

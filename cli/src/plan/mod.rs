@@ -26,7 +26,7 @@ use std::time::Duration;
 
 pub use aws_figures::AwsFigures;
 pub use error::PlanError;
-use lineup::http::holds::BEST_AVAILABLE_ATTEMPTS;
+use lineup::application::hold::BEST_AVAILABLE_ATTEMPTS;
 use on_sale::{Behaviour, OnSale};
 use operations::Operations;
 use report::{OnSaleSummary, Plan, SaleSummary};

@@ -229,7 +229,7 @@ pub struct Operations {
 
 /// The draw's chunks for this many entrants: 16^prefix length, about 256 entrants each at most.
 pub fn draw_chunks(entrants: f64) -> f64 {
-    let prefix_length = lineup::draw::prefix_len(entrants.ceil() as u64);
+    let prefix_length = lineup::domain::draw::prefix_len(entrants.ceil() as u64);
     16f64.powi(prefix_length as i32)
 }
 
@@ -622,7 +622,8 @@ mod tests {
 
     #[test]
     fn the_caches_and_the_stream_are_the_codes_and_the_templates() {
-        let cache_control = lineup::availability::AvailabilityDocument::cache_control();
+        let cache_control =
+            lineup::application::ports::availability::AvailabilityDocument::cache_control();
         assert!(
             cache_control.contains(&format!("max-age={AVAILABILITY_CACHE_SECONDS},")),
             "{cache_control}"

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lineup::draw::DrawChunk;
-use lineup::status::EventStatus;
+use lineup::domain::draw::DrawChunk;
+use lineup::domain::status::EventStatus;
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -826,7 +826,7 @@ pub struct PreQueuePlace {
 impl Standing {
     /// When `waiting` comes without `Retry-After` (it should not), read the status after the
     /// minimum.
-    const DEFAULT_RETRY_AFTER: Duration = lineup::wait_policy::MIN_STATUS_INTERVAL;
+    const DEFAULT_RETRY_AFTER: Duration = lineup::domain::wait_policy::MIN_STATUS_INTERVAL;
 
     fn from_answer(answer: &Answer) -> Result<Self, CallError> {
         let body: StandingBody = answer.json()?;
@@ -867,7 +867,7 @@ impl Standing {
 
 /// An entrant hash as the draw publishes it: the chunk is named by its leading digits.
 fn is_entrant(text: &str) -> bool {
-    text.len() == lineup::draw::ENTRANT_HEX_LEN
+    text.len() == lineup::domain::draw::ENTRANT_HEX_LEN
         && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
@@ -986,22 +986,26 @@ mod tests {
     /// The seat map the client reads is the document the server writes (field names included).
     #[test]
     fn the_availability_the_server_writes_is_what_the_client_reads() {
-        let layout = lineup::layout::SeatLayout::from_seats(&[lineup::ledger::NewSeat {
-            seat_id: lineup::ids::SeatId::parse("A-1").unwrap(),
-            section: "Floor".into(),
-            row: "A".into(),
-            price: 1,
-            currency: "KRW".into(),
-        }])
-        .unwrap();
-        let event = lineup::ids::EventId::parse("e1").unwrap();
-        let written = serde_json::to_string(&lineup::availability::AvailabilityDocument::new(
-            &event,
-            &lineup::availability::Availability {
-                summary: layout.summary(),
-                available: vec![0x80],
+        let layout = lineup::domain::layout::SeatLayout::from_seats(&[
+            lineup::application::ports::ledger::NewSeat {
+                seat_id: lineup::domain::ids::SeatId::parse("A-1").unwrap(),
+                section: "Floor".into(),
+                row: "A".into(),
+                price: 1,
+                currency: "KRW".into(),
             },
-        ))
+        ])
+        .unwrap();
+        let event = lineup::domain::ids::EventId::parse("e1").unwrap();
+        let written = serde_json::to_string(
+            &lineup::application::ports::availability::AvailabilityDocument::new(
+                &event,
+                &lineup::application::ports::availability::Availability {
+                    summary: layout.summary(),
+                    available: vec![0x80],
+                },
+            ),
+        )
         .unwrap();
         let read: super::AvailabilityBody = serde_json::from_str(&written).unwrap();
         assert_eq!(read.layout_version, layout.version());

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use lineup::outbox::OutboxEventKind;
+use lineup::application::ports::outbox::OutboxEventKind;
 
 use super::api_client::{Api, CallError};
 use super::SimulateError;

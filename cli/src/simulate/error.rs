@@ -36,7 +36,7 @@ pub enum SimulateError {
     },
 
     #[error("{0} is not a usable event id")]
-    EventId(String, #[source] lineup::LineupError),
+    EventId(String, #[source] lineup::application::error::LineupError),
 
     #[error("cannot seed the seats of event {event}")]
     Seed {

@@ -10,8 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::SystemTime;
 
-use lineup::ledger::{OrderStatus, SeatStatus};
-use lineup::outbox::OutboxEventKind;
+use lineup::application::ports::ledger::{OrderStatus, SeatStatus};
+use lineup::application::ports::outbox::OutboxEventKind;
 use serde::Serialize;
 
 use super::customer::{CustomerReport, Outcome, SeenOrder};

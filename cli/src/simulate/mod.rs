@@ -39,7 +39,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use lineup::ids::EventId;
+use lineup::domain::ids::EventId;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use tokio::sync::watch;
@@ -286,7 +286,7 @@ async fn set_up(args: &SimulateArgs) -> Result<Sale, SimulateError> {
     };
     let event = new_event()?;
     let sections = crate::venue::parse_sections(&args.sections)?;
-    let venue = lineup::layout::SeatLayout::from_seats(&crate::venue::layout(
+    let venue = lineup::domain::layout::SeatLayout::from_seats(&crate::venue::layout(
         args.seats,
         &sections,
         &stack.info.currency,

@@ -199,7 +199,7 @@ impl StatusLoad {
             }
         };
         Self {
-            cache_seconds: lineup::status::STATUS_MAX_AGE.as_secs_f64(),
+            cache_seconds: lineup::domain::status::STATUS_MAX_AGE.as_secs_f64(),
             origin_per_second: per_second(origin),
             peak_origin_per_second: peak,
             reads_per_second: per_second(reads),

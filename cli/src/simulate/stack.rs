@@ -5,12 +5,12 @@
 
 use std::time::{Duration, SystemTime};
 
-use lineup::aws::AwsSettings;
-use lineup::event_records::dynamo::DynamoEventRecords;
-use lineup::ids::EventId;
-use lineup::layout::SeatLayout;
-use lineup::ledger::dynamo::{DynamoLedger, TableNames};
-use lineup::queue::redis::RedisQueue;
+use lineup::adapters::aws::AwsSettings;
+use lineup::adapters::dynamo::event_records::DynamoEventRecords;
+use lineup::adapters::dynamo::{DynamoLedger, TableNames};
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::domain::ids::EventId;
+use lineup::domain::layout::SeatLayout;
 use reqwest::StatusCode;
 
 use super::api_client::{Api, CallError};
@@ -44,9 +44,11 @@ impl Stack {
             orders: info.tables.orders.clone(),
             outbox: info.tables.outbox.clone(),
         };
-        let ledger = DynamoLedger::new(lineup::aws::dynamodb(&aws), tables);
-        let records =
-            DynamoEventRecords::new(lineup::aws::dynamodb(&aws), info.tables.events.clone());
+        let ledger = DynamoLedger::new(lineup::adapters::aws::dynamodb(&aws), tables);
+        let records = DynamoEventRecords::new(
+            lineup::adapters::aws::dynamodb(&aws),
+            info.tables.events.clone(),
+        );
         let queue = RedisQueue::new(&info.redis_url, REDIS_TIMEOUT).map_err(|source| {
             SimulateError::RedisUrl {
                 url: info.redis_url.clone(),

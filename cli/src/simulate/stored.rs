@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
-use lineup::ledger::dynamo::items::ORDER_PREFIX;
-use lineup::ledger::dynamo::TableNames;
+use lineup::adapters::dynamo::items::ORDER_PREFIX;
+use lineup::adapters::dynamo::TableNames;
 use serde::Serialize;
 
 use super::SimulateError;

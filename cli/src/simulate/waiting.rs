@@ -13,8 +13,8 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use lineup::clock::{from_unix_millis, parse_rfc3339};
-use lineup::status::{EventStatus, PublicState};
+use lineup::domain::clock::{from_unix_millis, parse_rfc3339};
+use lineup::domain::status::{EventStatus, PublicState};
 use rand::rngs::StdRng;
 use rand::RngExt;
 use tokio::sync::watch;
@@ -867,7 +867,7 @@ mod tests {
         );
         status.restored_at = Some("2026-12-01T10:00:00Z".into());
         let restored_ms =
-            lineup::clock::unix_millis(parse_rfc3339("2026-12-01T10:00:00Z").unwrap());
+            lineup::domain::clock::unix_millis(parse_rfc3339("2026-12-01T10:00:00Z").unwrap());
         assert!(log.restore_to_answer(&status, &format!("9.{}.mac", restored_ms - 1)));
         assert!(!log.restore_to_answer(&status, &format!("9.{}.mac", restored_ms + 1)));
         assert!(

@@ -6,16 +6,16 @@
 use std::sync::Arc;
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use lineup::admission::{admit_for_invocation, AdmissionPorts};
-use lineup::availability::rebuild::AvailabilityRebuild;
-use lineup::clock::SystemClock;
-use lineup::config::AdmitConfig;
-use lineup::place_restore::Restorer;
-use lineup::queue::redis::RedisQueue;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::admit::{admit_for_invocation, AdmissionPorts};
+use lineup::application::rebuild::AvailabilityRebuild;
+use lineup::application::restore::Restorer;
+use lineup::domain::clock::SystemClock;
+use lineup::wiring::config::AdmitConfig;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lineup::logging::init();
+    lineup::wiring::logging::init();
     let config = AdmitConfig::from_env()?;
     let queue = Arc::new(RedisQueue::open(&config.redis)?);
     let records = Arc::new(config.events.records());

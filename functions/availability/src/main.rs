@@ -3,13 +3,13 @@
 //! if Redis fails (`ReportBatchItemFailures`; applying a batch again is harmless).
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use lineup::availability::stream::handle;
-use lineup::config::AvailabilityConfig;
-use lineup::queue::redis::RedisQueue;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::availability::handle;
+use lineup::wiring::config::AvailabilityConfig;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lineup::logging::init();
+    lineup::wiring::logging::init();
     let config = AvailabilityConfig::from_env()?;
     let board = RedisQueue::open(&config.redis)?.availability_board();
     let board = &board;

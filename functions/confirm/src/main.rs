@@ -4,16 +4,17 @@
 use std::sync::Arc;
 
 use lambda_http::{run, service_fn, Error, Request};
-use lineup::clock::SystemClock;
-use lineup::config::ConfirmConfig;
-use lineup::http::confirm::{self, ConfirmApi};
-use lineup::http::origin::OriginGuard;
-use lineup::queue::redis::RedisQueue;
-use lineup::webhook_signature::WebhookSecrets;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::confirm;
+use lineup::application::confirm::ConfirmApi;
+use lineup::application::http::origin::OriginGuard;
+use lineup::domain::clock::SystemClock;
+use lineup::domain::webhook_signature::WebhookSecrets;
+use lineup::wiring::config::ConfirmConfig;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lineup::logging::init();
+    lineup::wiring::logging::init();
     let config = ConfirmConfig::from_env()?;
     // Requests that skipped CloudFront are refused before anything else is read.
     let origin = OriginGuard::load(config.origin.clone()).await?;

@@ -2,14 +2,14 @@
 //! their orders EXPIRED, and closes the queue of any event that has sold out.
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use lineup::clock::SystemClock;
-use lineup::config::ExpireConfig;
-use lineup::expiry::Expiry;
-use lineup::queue::redis::RedisQueue;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::expire::Expiry;
+use lineup::domain::clock::SystemClock;
+use lineup::wiring::config::ExpireConfig;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lineup::logging::init();
+    lineup::wiring::logging::init();
     let config = ExpireConfig::from_env()?;
     let ledger = config.ledger.ledger();
     let queue = RedisQueue::open(&config.redis)?;

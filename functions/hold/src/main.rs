@@ -4,16 +4,17 @@
 use std::sync::Arc;
 
 use lambda_http::{run, service_fn, Error, Request};
-use lineup::clock::SystemClock;
-use lineup::config::HoldConfig;
-use lineup::http::holds::{self, HoldApi};
-use lineup::http::origin::OriginGuard;
-use lineup::queue::redis::RedisQueue;
-use lineup::signing::SigningKeys;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::hold;
+use lineup::application::hold::HoldApi;
+use lineup::application::http::origin::OriginGuard;
+use lineup::domain::clock::SystemClock;
+use lineup::domain::signing::SigningKeys;
+use lineup::wiring::config::HoldConfig;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lineup::logging::init();
+    lineup::wiring::logging::init();
     let config = HoldConfig::from_env()?;
     // Requests that skipped CloudFront are refused before anything else is read.
     let origin = OriginGuard::load(config.origin.clone()).await?;
@@ -35,7 +36,7 @@ async fn main() -> Result<(), Error> {
             }
             // Picks up a rotated signing key every few minutes (one request does it).
             api.key.refresh_if_stale().await;
-            Ok::<_, Error>(holds::handle(&api, request).await)
+            Ok::<_, Error>(hold::handle(&api, request).await)
         }
     }))
     .await

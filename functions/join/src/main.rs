@@ -3,17 +3,18 @@
 use std::sync::Arc;
 
 use lambda_http::{run, service_fn, Error, Request};
-use lineup::clock::SystemClock;
-use lineup::config::JoinConfig;
-use lineup::http::origin::OriginGuard;
-use lineup::http::{join, QueueApi};
-use lineup::place_restore::Restorer;
-use lineup::queue::redis::RedisQueue;
-use lineup::signing::SigningKeys;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::http::origin::OriginGuard;
+use lineup::application::join;
+use lineup::application::queue_api::QueueApi;
+use lineup::application::restore::Restorer;
+use lineup::domain::clock::SystemClock;
+use lineup::domain::signing::SigningKeys;
+use lineup::wiring::config::JoinConfig;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lineup::logging::init();
+    lineup::wiring::logging::init();
     let config = JoinConfig::from_env()?;
     // Requests that skipped CloudFront are refused before anything else is read.
     let origin = OriginGuard::load(config.origin.clone()).await?;

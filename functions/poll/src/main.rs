@@ -4,17 +4,18 @@
 use std::sync::Arc;
 
 use lambda_http::{run, service_fn, Error, Request};
-use lineup::clock::SystemClock;
-use lineup::config::PollConfig;
-use lineup::http::origin::OriginGuard;
-use lineup::http::{poll, QueueApi};
-use lineup::place_restore::Restorer;
-use lineup::queue::redis::RedisQueue;
-use lineup::signing::SigningKeys;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::http::origin::OriginGuard;
+use lineup::application::poll;
+use lineup::application::queue_api::QueueApi;
+use lineup::application::restore::Restorer;
+use lineup::domain::clock::SystemClock;
+use lineup::domain::signing::SigningKeys;
+use lineup::wiring::config::PollConfig;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lineup::logging::init();
+    lineup::wiring::logging::init();
     let config = PollConfig::from_env()?;
     // Requests that skipped CloudFront are refused before anything else is read.
     let origin = OriginGuard::load(config.origin.clone()).await?;

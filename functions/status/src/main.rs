@@ -7,15 +7,16 @@
 use std::sync::Arc;
 
 use lambda_http::{run, service_fn, Error, Request};
-use lineup::config::StatusConfig;
-use lineup::event_records::known::KnownEvents;
-use lineup::http::origin::OriginGuard;
-use lineup::http::public::{self, PublicApi};
-use lineup::queue::redis::RedisQueue;
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::http::origin::OriginGuard;
+use lineup::application::known_events::KnownEvents;
+use lineup::application::status;
+use lineup::application::status::PublicApi;
+use lineup::wiring::config::StatusConfig;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lineup::logging::init();
+    lineup::wiring::logging::init();
     let config = StatusConfig::from_env()?;
     // Requests that skipped CloudFront are refused before anything else is read.
     let origin = OriginGuard::load(config.origin.clone()).await?;
@@ -35,7 +36,7 @@ async fn main() -> Result<(), Error> {
             if let Some(refused) = origin.refuse(&request).await {
                 return Ok(refused);
             }
-            Ok::<_, Error>(public::handle(&api, request).await)
+            Ok::<_, Error>(status::handle(&api, request).await)
         }
     }))
     .await

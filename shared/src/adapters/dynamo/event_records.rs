@@ -1,0 +1,580 @@
+//! The events table (`EVENTS_TABLE`): key `pk`, `sk`, every record of an event under
+//! `pk` = `EVENT#<eventId>`:
+//!
+//! | `sk` | what |
+//! |---|---|
+//! | `STATE#SETTINGS` | the settings, the draw seed and its commitment |
+//! | `STATE#CURSOR` | the admission cursor (one write per admit tick at most) |
+//! | `STATE#NUMBERS` | `ceiling`: the highest queue number the cache may hand out (raised a range at a time, before the numbers in it are handed out) |
+//! | `AUDIT#<ms, 15 digits>#<8 hex>` | one operator change |
+//! | `DRAW` | the published draw's summary (JSON, as served) |
+//! | `LAYOUT` | the current seat layout's summary (JSON) |
+//!
+//! plus, each in a partition of its own, the published draw's chunks (`pk` = `DRAW#<eventId>#<prefix>`,
+//! `sk` = `CHUNK`; JSON, as served; empty chunks are not stored): at opening every chunk is
+//! written and then read in the same minute, tens of thousands of them for a big pre-queue,
+//! which one partition (1,000 writes, 3,000 reads a second) could not take; and one item
+//! `pk` = `sk` = `OPEN_EVENTS`: the string set of events not closed; and each stored seat layout
+//! (`pk` = `LAYOUT#<eventId>#<version>`, `sk` = `PART#<3 digits>`: the document as served, in
+//! binary parts of at most 350,000 bytes, as an 80,000-seat layout is past an item's 400 KB).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ReturnValue,
+    ScalarAttributeType,
+};
+use aws_sdk_dynamodb::Client;
+
+use crate::adapters::dynamo::items::{n, s};
+use crate::adapters::dynamo::{built, store_error};
+use crate::application::error::LineupError;
+use crate::application::ports::event_records::{
+    AdmissionCursor, AuditEntry, AuditLog, DrawPublication, EventRecord, EventRecords, LayoutStore,
+};
+use crate::domain::clock::{from_unix_millis, unix_millis};
+use crate::domain::draw::{DrawChunk, DrawSeed, DrawSummary};
+use crate::domain::event_settings::{EventSettings, QueueState};
+use crate::domain::ids::EventId;
+use crate::domain::layout::{LayoutSummary, SeatLayout};
+
+const SETTINGS_SK: &str = "STATE#SETTINGS";
+const CURSOR_SK: &str = "STATE#CURSOR";
+const NUMBERS_SK: &str = "STATE#NUMBERS";
+const AUDIT_PREFIX: &str = "AUDIT#";
+const DRAW_SK: &str = "DRAW";
+const CHUNK_SK: &str = "CHUNK";
+const OPEN_EVENTS: &str = "OPEN_EVENTS";
+const LAYOUT_SK: &str = "LAYOUT";
+const LAYOUT_PART_PREFIX: &str = "PART#";
+/// The most bytes of a layout document one item holds.
+const LAYOUT_PART_BYTES: usize = 350_000;
+
+#[derive(Clone)]
+pub struct DynamoEventRecords {
+    client: Client,
+    table: String,
+}
+
+fn event_pk(event: &EventId) -> AttributeValue {
+    s(format!("EVENT#{event}"))
+}
+
+/// A published chunk's partition: its own.
+fn chunk_pk(event: &EventId, prefix: &str) -> AttributeValue {
+    s(format!("{DRAW_SK}#{event}#{prefix}"))
+}
+
+/// A stored layout version's partition.
+fn layout_pk(event: &EventId, version: &str) -> AttributeValue {
+    s(format!("{LAYOUT_SK}#{event}#{version}"))
+}
+
+fn malformed(what: &str) -> LineupError {
+    LineupError::SeatStoreReply {
+        operation: "events_table",
+        reply: format!("malformed {what}"),
+    }
+}
+
+type Item = std::collections::HashMap<String, AttributeValue>;
+
+fn number(item: &Item, name: &str) -> Option<u64> {
+    item.get(name)?.as_n().ok()?.parse().ok()
+}
+
+fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    item.get(name)?.as_s().ok().map(String::as_str)
+}
+
+impl DynamoEventRecords {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Creates the events table (on-demand). For local stacks and tests only.
+    pub async fn create_table(&self) -> Result<(), LineupError> {
+        let attribute = |name: &str| {
+            built(
+                AttributeDefinition::builder()
+                    .attribute_name(name)
+                    .attribute_type(ScalarAttributeType::S)
+                    .build(),
+            )
+        };
+        let key = |name: &str, kind| {
+            built(
+                KeySchemaElement::builder()
+                    .attribute_name(name)
+                    .key_type(kind)
+                    .build(),
+            )
+        };
+        self.client
+            .create_table()
+            .table_name(&self.table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(attribute("pk"))
+            .attribute_definitions(attribute("sk"))
+            .key_schema(key("pk", KeyType::Hash))
+            .key_schema(key("sk", KeyType::Range))
+            .send()
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn body(&self, pk: AttributeValue, sk: &str) -> Result<Option<String>, LineupError> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", pk)
+            .key("sk", s(sk))
+            .send()
+            .await
+            .map_err(store_error)?
+            .item;
+        Ok(item.and_then(|item| text(&item, "body").map(str::to_owned)))
+    }
+
+    /// Writes the items, 25 per request and 8 requests at a time (a big draw has tens of
+    /// thousands of chunks; one request at a time would take minutes).
+    async fn write_all(&self, items: Vec<Item>) -> Result<(), LineupError> {
+        crate::adapters::dynamo::batch_write::put_all(&self.client, &self.table, items, 8).await
+    }
+}
+
+fn settings_from(item: &Item) -> Result<(EventSettings, Option<String>, DrawSeed), LineupError> {
+    let required = |name: &str| number(item, name).ok_or_else(|| malformed(name));
+    let state = text(item, "state")
+        .and_then(QueueState::parse)
+        .ok_or_else(|| malformed("state"))?;
+    let settings = EventSettings {
+        state,
+        opens_at: from_unix_millis(required("opens_at_ms")?),
+        max_active: required("max_active")? as u32,
+        admit_per_second: required("admit_per_sec")? as u32,
+        session: Duration::from_millis(required("session_ms")?),
+        claim_window: Duration::from_millis(required("claim_ms")?),
+        ticket_limit: number(item, "ticket_limit").map(|limit| limit as u32),
+    };
+    let seed = text(item, "draw_seed")
+        .and_then(DrawSeed::parse)
+        .ok_or_else(|| malformed("draw_seed"))?;
+    Ok((
+        settings,
+        text(item, "closed_reason").map(str::to_owned),
+        seed,
+    ))
+}
+
+#[async_trait]
+impl EventRecords for DynamoEventRecords {
+    async fn event(&self, event: &EventId) -> Result<Option<EventRecord>, LineupError> {
+        // Both state records in one request: they share the partition and the `STATE#` prefix.
+        let items = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :state)")
+            .expression_attribute_values(":pk", event_pk(event))
+            .expression_attribute_values(":state", s("STATE#"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(store_error)?
+            .items
+            .unwrap_or_default();
+        let find = |sk: &str| items.iter().find(|item| text(item, "sk") == Some(sk));
+        let Some(settings) = find(SETTINGS_SK) else {
+            return Ok(None);
+        };
+        let (settings, closed_reason, seed) = settings_from(settings)?;
+        let cursor = match find(CURSOR_SK).and_then(|item| text(item, "body")) {
+            Some(body) => serde_json::from_str(body).map_err(|_| malformed("cursor"))?,
+            None => AdmissionCursor::default(),
+        };
+        let number_ceiling = find(NUMBERS_SK)
+            .and_then(|item| number(item, "ceiling"))
+            .unwrap_or(0);
+        Ok(Some(EventRecord {
+            settings,
+            closed_reason,
+            seed,
+            cursor,
+            number_ceiling,
+        }))
+    }
+
+    async fn save_settings(
+        &self,
+        event: &EventId,
+        settings: &EventSettings,
+        closed_reason: Option<&str>,
+    ) -> Result<DrawSeed, LineupError> {
+        let new_seed = DrawSeed::generate();
+        let mut update = String::from(
+            "SET #state = :state, opens_at_ms = :opens, max_active = :max, admit_per_sec = :rate, \
+             session_ms = :session, claim_ms = :claim, updated_at_ms = :now, \
+             draw_seed = if_not_exists(draw_seed, :seed), \
+             draw_commitment = if_not_exists(draw_commitment, :commitment)",
+        );
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", event_pk(event))
+            .key("sk", s(SETTINGS_SK))
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":state", s(settings.state.as_str()))
+            .expression_attribute_values(":opens", n(unix_millis(settings.opens_at)))
+            .expression_attribute_values(":max", n(settings.max_active))
+            .expression_attribute_values(":rate", n(settings.admit_per_second))
+            .expression_attribute_values(":session", n(settings.session.as_millis()))
+            .expression_attribute_values(":claim", n(settings.claim_window.as_millis()))
+            .expression_attribute_values(":now", n(unix_millis(std::time::SystemTime::now())))
+            .expression_attribute_values(":seed", s(new_seed.reveal()))
+            .expression_attribute_values(":commitment", s(new_seed.commitment()));
+        if let Some(limit) = settings.ticket_limit {
+            update.push_str(", ticket_limit = :limit");
+            request = request.expression_attribute_values(":limit", n(limit));
+        }
+        if let Some(reason) = closed_reason {
+            update.push_str(", closed_reason = :reason");
+            request = request.expression_attribute_values(":reason", s(reason));
+        }
+        let mut removed = Vec::new();
+        if settings.ticket_limit.is_none() {
+            removed.push("ticket_limit");
+        }
+        if closed_reason.is_none() {
+            removed.push("closed_reason");
+        }
+        if !removed.is_empty() {
+            update.push_str(" REMOVE ");
+            update.push_str(&removed.join(", "));
+        }
+        let stored = request
+            .update_expression(update)
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await
+            .map_err(store_error)?
+            .attributes
+            .unwrap_or_default();
+        let seed = text(&stored, "draw_seed")
+            .and_then(DrawSeed::parse)
+            .ok_or_else(|| malformed("draw_seed"))?;
+
+        let open_set = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(OPEN_EVENTS))
+            .key("sk", s(OPEN_EVENTS))
+            .expression_attribute_values(
+                ":event",
+                AttributeValue::Ss(vec![event.as_str().to_owned()]),
+            );
+        let open_set = if settings.state == QueueState::Closed {
+            open_set.update_expression("DELETE events :event")
+        } else {
+            open_set.update_expression("ADD events :event")
+        };
+        open_set.send().await.map_err(store_error)?;
+        Ok(seed)
+    }
+
+    async fn save_cursor(
+        &self,
+        event: &EventId,
+        cursor: &AdmissionCursor,
+    ) -> Result<(), LineupError> {
+        let body = serde_json::to_string(cursor).map_err(|_| malformed("cursor"))?;
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", event_pk(event))
+            .item("sk", s(CURSOR_SK))
+            .item("serving", n(cursor.serving))
+            .item("next_number", n(cursor.next_number))
+            .item("body", s(body))
+            // Two admitters may save at once: the one further along wins (a refused save leaves a
+            // `serving` at or past this one's, which is all an admitter relies on).
+            .condition_expression("attribute_not_exists(serving) OR serving <= :serving")
+            .expression_attribute_values(":serving", n(cursor.serving))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(SdkError::ServiceError(service))
+                if matches!(
+                    service.err(),
+                    PutItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(other) => Err(store_error(other)),
+        }
+    }
+
+    async fn reserve_numbers(&self, event: &EventId, at_least: u64) -> Result<u64, LineupError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", event_pk(event))
+            .key("sk", s(NUMBERS_SK))
+            .update_expression("SET ceiling = :ceiling")
+            .condition_expression("attribute_not_exists(ceiling) OR ceiling < :ceiling")
+            .expression_attribute_values(":ceiling", n(at_least))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(at_least),
+            // Someone reserved further already: that ceiling is durable too.
+            Err(SdkError::ServiceError(service))
+                if matches!(
+                    service.err(),
+                    UpdateItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                let stored = self
+                    .client
+                    .get_item()
+                    .table_name(&self.table)
+                    .key("pk", event_pk(event))
+                    .key("sk", s(NUMBERS_SK))
+                    .consistent_read(true)
+                    .send()
+                    .await
+                    .map_err(store_error)?
+                    .item
+                    .and_then(|item| number(&item, "ceiling"))
+                    .ok_or_else(|| malformed("number ceiling"))?;
+                Ok(stored)
+            }
+            Err(other) => Err(store_error(other)),
+        }
+    }
+
+    async fn open_events(&self) -> Result<Vec<EventId>, LineupError> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(OPEN_EVENTS))
+            .key("sk", s(OPEN_EVENTS))
+            .send()
+            .await
+            .map_err(store_error)?
+            .item
+            .unwrap_or_default();
+        let names = item
+            .get("events")
+            .and_then(|set| set.as_ss().ok())
+            .cloned()
+            .unwrap_or_default();
+        Ok(names
+            .iter()
+            .filter_map(|name| EventId::parse(name).ok())
+            .collect())
+    }
+}
+
+#[async_trait]
+impl AuditLog for DynamoEventRecords {
+    async fn record(&self, event: &EventId, entry: &AuditEntry) -> Result<(), LineupError> {
+        let tiebreak = format!("{:08x}", uuid::Uuid::new_v4().as_u128() as u32);
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", event_pk(event))
+            .item(
+                "sk",
+                s(format!("{AUDIT_PREFIX}{:015}#{tiebreak}", entry.at_ms)),
+            )
+            .item(
+                "body",
+                s(serde_json::to_string(entry).map_err(|_| malformed("audit entry"))?),
+            )
+            .send()
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn history(&self, event: &EventId) -> Result<Vec<AuditEntry>, LineupError> {
+        let mut entries = Vec::new();
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :audit)")
+            .expression_attribute_values(":pk", event_pk(event))
+            .expression_attribute_values(":audit", s(AUDIT_PREFIX))
+            .into_paginator()
+            .items()
+            .send();
+        while let Some(item) = pages.next().await {
+            let item = item.map_err(store_error)?;
+            let body = text(&item, "body").ok_or_else(|| malformed("audit entry"))?;
+            entries.push(serde_json::from_str(body).map_err(|_| malformed("audit entry"))?);
+        }
+        Ok(entries)
+    }
+}
+
+#[async_trait]
+impl DrawPublication for DynamoEventRecords {
+    async fn publish_draw(
+        &self,
+        event: &EventId,
+        summary: &DrawSummary,
+        chunks: &[DrawChunk],
+    ) -> Result<(), LineupError> {
+        let item = |pk: AttributeValue, sk: &str, body: String| -> Item {
+            [
+                ("pk".to_owned(), pk),
+                ("sk".to_owned(), s(sk)),
+                ("body".to_owned(), s(body)),
+            ]
+            .into_iter()
+            .collect()
+        };
+        let mut items = Vec::new();
+        for chunk in chunks.iter().filter(|chunk| !chunk.entries.is_empty()) {
+            let body = serde_json::to_string(chunk).map_err(|_| malformed("draw chunk"))?;
+            items.push(item(chunk_pk(event, &chunk.prefix), CHUNK_SK, body));
+        }
+        self.write_all(items).await?;
+        let body = serde_json::to_string(summary).map_err(|_| malformed("draw summary"))?;
+        self.write_all(vec![item(event_pk(event), DRAW_SK, body)])
+            .await
+    }
+
+    async fn draw_summary(&self, event: &EventId) -> Result<Option<DrawSummary>, LineupError> {
+        self.body(event_pk(event), DRAW_SK)
+            .await?
+            .map(|body| serde_json::from_str(&body).map_err(|_| malformed("draw summary")))
+            .transpose()
+    }
+
+    async fn draw_chunk(
+        &self,
+        event: &EventId,
+        prefix: &str,
+    ) -> Result<Option<DrawChunk>, LineupError> {
+        if let Some(body) = self.body(chunk_pk(event, prefix), CHUNK_SK).await? {
+            return serde_json::from_str(&body)
+                .map(Some)
+                .map_err(|_| malformed("draw chunk"));
+        }
+        // Not stored: empty if the draw is published, unknown if not.
+        Ok(self.draw_summary(event).await?.map(|_| DrawChunk {
+            prefix: prefix.to_owned(),
+            entries: Vec::new(),
+        }))
+    }
+}
+
+#[async_trait]
+impl LayoutStore for DynamoEventRecords {
+    async fn store_layout(&self, event: &EventId, layout: &SeatLayout) -> Result<(), LineupError> {
+        let document = layout.to_document(event);
+        let items = document
+            .as_bytes()
+            .chunks(LAYOUT_PART_BYTES)
+            .enumerate()
+            .map(|(part, bytes)| {
+                [
+                    ("pk".to_owned(), layout_pk(event, layout.version())),
+                    ("sk".to_owned(), s(format!("{LAYOUT_PART_PREFIX}{part:03}"))),
+                    (
+                        "body".to_owned(),
+                        AttributeValue::B(aws_smithy_types::Blob::new(bytes)),
+                    ),
+                ]
+                .into_iter()
+                .collect()
+            })
+            .collect();
+        self.write_all(items).await
+    }
+
+    async fn set_current_layout(
+        &self,
+        event: &EventId,
+        summary: &LayoutSummary,
+    ) -> Result<(), LineupError> {
+        let body = serde_json::to_string(summary).map_err(|_| malformed("layout summary"))?;
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", event_pk(event))
+            .item("sk", s(LAYOUT_SK))
+            .item("body", s(body))
+            .send()
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn current_layout(&self, event: &EventId) -> Result<Option<LayoutSummary>, LineupError> {
+        self.body(event_pk(event), LAYOUT_SK)
+            .await?
+            .map(|body| serde_json::from_str(&body).map_err(|_| malformed("layout summary")))
+            .transpose()
+    }
+
+    async fn layout_document(
+        &self,
+        event: &EventId,
+        version: &str,
+    ) -> Result<Option<String>, LineupError> {
+        let parts: Vec<Item> = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :part)")
+            .expression_attribute_values(":pk", layout_pk(event, version))
+            .expression_attribute_values(":part", s(LAYOUT_PART_PREFIX))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .map_err(store_error)?;
+        if parts.is_empty() {
+            return Ok(None);
+        }
+        // Parts come in key order: PART#000, PART#001...
+        let mut document = Vec::new();
+        for part in &parts {
+            let bytes = part
+                .get("body")
+                .and_then(|body| body.as_b().ok())
+                .ok_or_else(|| malformed("layout part"))?;
+            document.extend_from_slice(bytes.as_ref());
+        }
+        String::from_utf8(document)
+            .map(Some)
+            .map_err(|_| malformed("layout document"))
+    }
+}

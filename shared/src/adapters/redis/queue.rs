@@ -1,0 +1,934 @@
+//! The Redis adapter for every queue port. Each customer-facing and admission operation is exactly
+//! one round trip: one Lua script (EVALSHA, loaded on first use) that checks and changes
+//! atomically, with all of the event's keys under one hash tag. No "read, then write" from Rust.
+//! The operator's `configure` and `close` make a second call, to the open-events set, which lives
+//! outside every event's hash slot (a cluster cannot touch both in one script); an admit tick
+//! makes a second call too, to publish the event's status.
+//!
+//! The pre-queue is a set with no order until it closes at opening; the draw (run by the
+//! admitter, [`crate::application::admit`]) then writes its entrants' numbers. See [`crate::domain::draw`].
+
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use redis::{AsyncCommands, Script};
+
+use crate::adapters::redis::connection::RedisConnection;
+use crate::adapters::redis::keys::{EventKeys, OPEN_EVENTS};
+use crate::application::error::LineupError;
+use crate::application::ports::event_records::EventRecord;
+use crate::application::ports::ledger::TicketLimits;
+use crate::application::ports::queue::{
+    AdmissionRegistry, Admitter, EventSettingsStore, Joined, LiveAdmission, NumberRange,
+    NumberRanges, PlaceRestorer, PreQueueDraw, RestoreContext, RestoreDone, RestoreOutcome,
+    RestoredPlace, Standing, StatusBoard, TickMode, TickReport, WaitingLine,
+};
+use crate::domain::clock::{from_unix_millis, unix_millis};
+use crate::domain::draw::DrawSeed;
+use crate::domain::event_settings::{EventSettings, QueueState};
+use crate::domain::ids::{CustomerId, EventId};
+use crate::domain::status::StatusInputs;
+use crate::wiring::config::RedisSettings;
+
+/// How long a lapsed admission is remembered, so its owner's poll says `expired` rather than 404.
+const FORGET_LAPSED_AFTER: Duration = Duration::from_secs(60 * 60);
+/// After a restore, how long admission waits before it moves past the restored `serving`
+/// through the numbers handed out before the loss (then at the configured rate): the time for a
+/// waiting client to read the status (2 s cached, up to 5 s more while the CDN revalidates, read
+/// every 5 s at least) and present its ticket, which puts it back at its number first.
+pub const RESTORE_GRACE: Duration = Duration::from_secs(15);
+/// How long the join that takes the duty to reserve more numbers keeps it (if it dies, another
+/// join takes it over after this).
+const NUMBERS_TOP_UP_LOCK: Duration = Duration::from_secs(3);
+
+/// The queue scripts, compiled once per process. `Script` sends EVALSHA and loads the script
+/// only when Redis answers NOSCRIPT (after a restart or failover).
+struct Scripts {
+    configure: Script,
+    join: Script,
+    standing: Script,
+    leave: Script,
+    is_admitted: Script,
+    end_admission: Script,
+    admit_tick: Script,
+    close: Script,
+    restore_event: Script,
+    restore_place: Script,
+    draw_numbers: Script,
+    publish_status: Script,
+    restore_context: Script,
+    set_seats_left: Script,
+    extend_numbers: Script,
+}
+
+impl Scripts {
+    fn new() -> Self {
+        Self {
+            configure: Script::new(include_str!("scripts/configure.lua")),
+            join: Script::new(include_str!("scripts/join.lua")),
+            standing: Script::new(include_str!("scripts/standing.lua")),
+            leave: Script::new(include_str!("scripts/leave.lua")),
+            is_admitted: Script::new(include_str!("scripts/is_admitted.lua")),
+            end_admission: Script::new(include_str!("scripts/end_admission.lua")),
+            admit_tick: Script::new(include_str!("scripts/admit_tick.lua")),
+            close: Script::new(include_str!("scripts/close.lua")),
+            restore_event: Script::new(include_str!("scripts/restore_event.lua")),
+            restore_place: Script::new(include_str!("scripts/restore_place.lua")),
+            draw_numbers: Script::new(include_str!("scripts/draw_numbers.lua")),
+            publish_status: Script::new(include_str!("scripts/publish_status.lua")),
+            restore_context: Script::new(include_str!("scripts/restore_context.lua")),
+            set_seats_left: Script::new(include_str!("scripts/set_seats_left.lua")),
+            extend_numbers: Script::new(include_str!("scripts/extend_numbers.lua")),
+        }
+    }
+}
+
+pub struct RedisQueue {
+    connection: RedisConnection,
+    scripts: Scripts,
+}
+
+impl RedisQueue {
+    /// Builds the adapter without connecting (see [`RedisConnection`]). `timeout` bounds both
+    /// connecting and each reply, so a request never hangs on Redis. Fails only on an unusable
+    /// URL: a configuration error, reported at cold start.
+    pub fn open(settings: &RedisSettings) -> Result<Self, redis::RedisError> {
+        Ok(Self {
+            connection: RedisConnection::open(&settings.url, settings.cluster, settings.timeout)?,
+            scripts: Scripts::new(),
+        })
+    }
+
+    /// A single (non-clustered) server at `redis_url`.
+    pub fn new(redis_url: &str, timeout: Duration) -> Result<Self, redis::RedisError> {
+        Self::open(&RedisSettings {
+            url: redis_url.to_owned(),
+            timeout,
+            cluster: false,
+        })
+    }
+
+    /// The seat availability projection, on the same connection.
+    pub fn availability_board(&self) -> crate::adapters::redis::availability::RedisAvailability {
+        crate::adapters::redis::availability::RedisAvailability::new(self.connection())
+    }
+
+    /// A handle on the same multiplexed connection (cheap to clone), for one call.
+    fn connection(&self) -> RedisConnection {
+        self.connection.clone()
+    }
+
+    /// Takes the customer out of the queue and the active set (leaving, or an admission ended).
+    async fn remove_customer(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+    ) -> Result<bool, LineupError> {
+        let keys = EventKeys::new(event);
+        let removed: i64 = self
+            .scripts
+            .leave
+            .key(&keys.settings)
+            .key(&keys.queue)
+            .key(&keys.active)
+            .key(&keys.offered)
+            .key(&keys.prequeue)
+            .key(&keys.entrants)
+            .key(&keys.left)
+            .arg(customer.as_str())
+            .invoke_async(&mut self.connection())
+            .await?;
+        Ok(removed > 0)
+    }
+}
+
+fn unexpected(operation: &'static str, reply: &[String]) -> LineupError {
+    LineupError::QueueReply {
+        operation,
+        reply: reply.join(","),
+    }
+}
+
+fn parse_u64(operation: &'static str, reply: &[String], field: &str) -> Result<u64, LineupError> {
+    field.parse().map_err(|_| unexpected(operation, reply))
+}
+
+fn parse_f64(field: &str) -> Option<f64> {
+    field.parse::<f64>().ok().filter(|value| value.is_finite())
+}
+
+fn opens_at(
+    operation: &'static str,
+    reply: &[String],
+    field: &str,
+) -> Result<SystemTime, LineupError> {
+    Ok(from_unix_millis(parse_u64(operation, reply, field)?))
+}
+
+/// Parses the `number, position, serving, advance_rate, admit_per_sec, opens_at_ms` tail shared
+/// by the join and standing scripts' `waiting` replies.
+fn waiting_standing(
+    operation: &'static str,
+    reply: &[String],
+    fields: &[String],
+) -> Result<Standing, LineupError> {
+    let [number, position, serving, advance, configured_rate, opens] = fields else {
+        return Err(unexpected(operation, reply));
+    };
+    Ok(Standing::Waiting {
+        // Scores come back as Redis doubles; queue numbers are integers well inside 2^53.
+        number: parse_f64(number).ok_or_else(|| unexpected(operation, reply))? as u64,
+        position: parse_u64(operation, reply, position)?,
+        serving: parse_u64(operation, reply, serving)?,
+        measured_advance: parse_f64(advance).filter(|rate| *rate > 0.0),
+        configured_rate: configured_rate
+            .parse()
+            .map_err(|_| unexpected(operation, reply))?,
+        opens_at: opens_at(operation, reply, opens)?,
+    })
+}
+
+fn pre_queue_standing(
+    operation: &'static str,
+    reply: &[String],
+    customer: &CustomerId,
+    opens: &str,
+    seed: &str,
+) -> Result<Standing, LineupError> {
+    // Errors show the reply without the seed: it must not reach a log before it is revealed.
+    let shown = [reply[0].clone(), opens.to_owned(), "<seed>".to_owned()];
+    // An event configured before draw seeds existed has none: `lineup event set` gives it one.
+    let seed = DrawSeed::parse(seed).ok_or_else(|| unexpected(operation, &shown))?;
+    Ok(Standing::PreQueue {
+        opens_at: opens_at(operation, &shown, opens)?,
+        entrant: seed.entrant(customer),
+    })
+}
+
+fn admitted_standing(
+    operation: &'static str,
+    reply: &[String],
+    expires_ms: &str,
+) -> Result<Standing, LineupError> {
+    // Scores come back as Redis doubles ("1764500000000"); parse through f64 to be safe.
+    let expires_ms: f64 = expires_ms
+        .parse()
+        .map_err(|_| unexpected(operation, reply))?;
+    Ok(Standing::Admitted {
+        expires_at: from_unix_millis(expires_ms as u64),
+    })
+}
+
+impl RedisQueue {
+    /// Runs the join or standing script: the same keys, the customer and the time.
+    async fn customer_script(
+        &self,
+        script: &Script,
+        event: &EventId,
+        customer: &CustomerId,
+        now: SystemTime,
+    ) -> Result<Vec<String>, LineupError> {
+        let keys = EventKeys::new(event);
+        Ok(script
+            .key(&keys.settings)
+            .key(&keys.queue)
+            .key(&keys.active)
+            .key(&keys.admission)
+            .key(&keys.offered)
+            .key(&keys.prequeue)
+            .key(&keys.entrants)
+            .key(&keys.left)
+            .key(&keys.numbers_lock)
+            .arg(customer.as_str())
+            .arg(unix_millis(now))
+            .arg(NUMBERS_TOP_UP_LOCK.as_millis() as u64)
+            .invoke_async(&mut self.connection())
+            .await?)
+    }
+}
+
+#[async_trait]
+impl WaitingLine for RedisQueue {
+    async fn join(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+        now: SystemTime,
+    ) -> Result<Joined, LineupError> {
+        const OP: &str = "join";
+        let reply = self
+            .customer_script(&self.scripts.join, event, customer, now)
+            .await?;
+        match reply.as_slice() {
+            [status] if status == "no_event" => Err(LineupError::EventNotFound),
+            [status] if status == "closed" => Err(LineupError::QueueClosed),
+            [status, top_up] if status == "numbers_exhausted" => {
+                Err(LineupError::NumbersExhausted {
+                    top_up: top_up == "1",
+                })
+            }
+            [status, expires_ms] if status == "admitted" => Ok(Joined {
+                newly_queued: false,
+                standing: admitted_standing(OP, &reply, expires_ms)?,
+                top_up_numbers: false,
+            }),
+            [status, newly_queued, opens, seed] if status == "pre_queue" => Ok(Joined {
+                newly_queued: newly_queued == "1",
+                standing: pre_queue_standing(OP, &reply, customer, opens, seed)?,
+                top_up_numbers: false,
+            }),
+            [status, number, position, newly_queued, rest @ .., top_up] if status == "waiting" => {
+                let mut fields = vec![number.clone(), position.clone()];
+                fields.extend_from_slice(rest);
+                Ok(Joined {
+                    newly_queued: newly_queued == "1",
+                    standing: waiting_standing(OP, &reply, &fields)?,
+                    top_up_numbers: top_up == "1",
+                })
+            }
+            _ => Err(unexpected(OP, &reply)),
+        }
+    }
+
+    async fn standing(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+        now: SystemTime,
+    ) -> Result<Option<Standing>, LineupError> {
+        const OP: &str = "standing";
+        let reply = self
+            .customer_script(&self.scripts.standing, event, customer, now)
+            .await?;
+        match reply.as_slice() {
+            [status] if status == "no_event" => Err(LineupError::EventNotFound),
+            [status, ..] if status == "not_found" => Ok(None),
+            [status] if status == "expired" => Ok(Some(Standing::Expired)),
+            [status] if status == "closed" => Ok(Some(Standing::Closed)),
+            [status, opens, seed] if status == "pre_queue" => {
+                pre_queue_standing(OP, &reply, customer, opens, seed).map(Some)
+            }
+            [status, expires_ms] if status == "admitted" => {
+                admitted_standing(OP, &reply, expires_ms).map(Some)
+            }
+            [status, fields @ ..] if status == "waiting" => {
+                waiting_standing(OP, &reply, fields).map(Some)
+            }
+            _ => Err(unexpected(OP, &reply)),
+        }
+    }
+
+    async fn leave(&self, event: &EventId, customer: &CustomerId) -> Result<bool, LineupError> {
+        self.remove_customer(event, customer).await
+    }
+}
+
+/// Reads the admit tick's reply (see `admit_tick.lua`).
+fn tick_report(full_reply: &[String]) -> Result<TickReport, LineupError> {
+    const OP: &str = "admit_tick";
+    // Errors show the reply without the seed (field 15): it must not reach a log early.
+    let mut shown = full_reply.to_vec();
+    if let Some(seed) = shown.get_mut(14) {
+        *seed = "<seed>".to_owned();
+    }
+    let reply = shown.as_slice();
+    let [admitted, active, waiting, serving, advance, state, opens, rate, next_number, entrants, drawn, seats_left, commitment, closed_reason, _, claim_ms, session_ms, restored_at] =
+        reply
+    else {
+        return Err(unexpected(OP, reply));
+    };
+    let number = |field: &str| parse_u64(OP, reply, field);
+    let optional = |field: &str| -> Result<Option<u64>, LineupError> {
+        (!field.is_empty()).then(|| number(field)).transpose()
+    };
+    let entrants = optional(entrants)?;
+    let drawn = drawn == "1";
+    let non_empty = |field: &String| (!field.is_empty()).then(|| field.clone());
+    Ok(TickReport {
+        admitted: number(admitted)?,
+        active: number(active)?,
+        waiting: number(waiting)?,
+        needs_draw: entrants.is_some() && !drawn,
+        drawn,
+        session: Duration::from_millis(number(session_ms)?),
+        status: StatusInputs {
+            state: QueueState::parse(state).ok_or_else(|| unexpected(OP, reply))?,
+            closed_reason: non_empty(closed_reason),
+            opens_at: opens_at(OP, reply, opens)?,
+            serving: number(serving)?,
+            measured_advance: parse_f64(advance).filter(|rate| *rate > 0.0),
+            configured_rate: rate.parse().map_err(|_| unexpected(OP, reply))?,
+            last_number: number(next_number)?,
+            waiting: number(waiting)?,
+            claim_window: Duration::from_millis(number(claim_ms)?),
+            seats_left: optional(seats_left)?,
+            commitment: commitment.clone(),
+            entrants,
+            // Revealed only once the draw is written (and so published: the admitter publishes
+            // before it writes the numbers).
+            revealed_seed: non_empty(&full_reply[14])
+                .filter(|_| drawn && entrants.unwrap_or(0) > 0),
+            restored_at: optional(restored_at)?.map(from_unix_millis),
+        },
+    })
+}
+
+#[async_trait]
+impl Admitter for RedisQueue {
+    async fn open_events(&self) -> Result<Vec<EventId>, LineupError> {
+        let members: Vec<String> = self.connection().smembers(OPEN_EVENTS).await?;
+        // Ids are validated when an event is configured; skip anything else rather than fail
+        // every event's tick because of one bad member.
+        Ok(members
+            .iter()
+            .filter_map(|raw| EventId::parse(raw).ok())
+            .collect())
+    }
+
+    async fn tick(
+        &self,
+        event: &EventId,
+        now: SystemTime,
+        mode: TickMode,
+    ) -> Result<TickReport, LineupError> {
+        let keys = EventKeys::new(event);
+        let (mode_arg, up_to) = match mode {
+            TickMode::Plan => ("plan", String::new()),
+            TickMode::Admit { up_to } => (
+                "admit",
+                up_to.map(|limit| limit.to_string()).unwrap_or_default(),
+            ),
+        };
+        let mut connection = self.connection();
+        let reply: Vec<String> = self
+            .scripts
+            .admit_tick
+            .key(&keys.settings)
+            .key(&keys.queue)
+            .key(&keys.active)
+            .key(&keys.admission)
+            .key(&keys.offered)
+            .key(&keys.prequeue)
+            .key(&keys.entrants)
+            .arg(unix_millis(now))
+            .arg(FORGET_LAPSED_AFTER.as_millis() as u64)
+            .arg(mode_arg)
+            .arg(up_to)
+            .arg(RESTORE_GRACE.as_millis() as u64)
+            .invoke_async(&mut connection)
+            .await?;
+        if matches!(reply.as_slice(), [status] if status == "no_event") {
+            return Err(LineupError::EventNotFound);
+        }
+        let report = tick_report(&reply)?;
+        if mode == TickMode::Plan {
+            return Ok(report);
+        }
+        // The public status, made once here for every reader of this tick.
+        let status = report.status.status(event.as_str(), now);
+        let json = serde_json::to_string(&status).map_err(|_| unexpected("status", &reply))?;
+        let _: i64 = self
+            .scripts
+            .publish_status
+            .key(&keys.status)
+            .key(&keys.admission)
+            .arg(json)
+            .arg(unix_millis(now))
+            .invoke_async(&mut connection)
+            .await?;
+        Ok(report)
+    }
+}
+
+#[async_trait]
+impl StatusBoard for RedisQueue {
+    async fn status_json(&self, event: &EventId) -> Result<Option<String>, LineupError> {
+        Ok(self.connection().get(EventKeys::new(event).status).await?)
+    }
+}
+
+#[async_trait]
+impl AdmissionRegistry for RedisQueue {
+    async fn live_admission(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+        expires_at: SystemTime,
+        now: SystemTime,
+    ) -> Result<Option<LiveAdmission>, LineupError> {
+        const OP: &str = "is_admitted";
+        let keys = EventKeys::new(event);
+        let reply: Vec<String> = self
+            .scripts
+            .is_admitted
+            .key(&keys.active)
+            .key(&keys.settings)
+            .key(&keys.restored)
+            .arg(customer.as_str())
+            .arg(unix_millis(expires_at))
+            .arg(unix_millis(now))
+            .invoke_async(&mut self.connection())
+            .await?;
+        match reply.as_slice() {
+            [live] if live == "0" => Ok(None),
+            [status] if status == "no_event" => Err(LineupError::CacheRecovering),
+            [live, limit] if live == "1" => Ok(Some(LiveAdmission {
+                expires_at,
+                ticket_limit: match limit.as_str() {
+                    "" => None,
+                    limit => Some(limit.parse().map_err(|_| unexpected(OP, &reply))?),
+                },
+            })),
+            _ => Err(unexpected(OP, &reply)),
+        }
+    }
+
+    async fn end_admission(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+        expires_at: SystemTime,
+    ) -> Result<bool, LineupError> {
+        let keys = EventKeys::new(event);
+        let ended: i64 = self
+            .scripts
+            .end_admission
+            .key(&keys.active)
+            .arg(customer.as_str())
+            .arg(unix_millis(expires_at))
+            .invoke_async(&mut self.connection())
+            .await?;
+        Ok(ended == 1)
+    }
+}
+
+#[async_trait]
+impl TicketLimits for RedisQueue {
+    async fn ticket_limit(&self, event: &EventId) -> Result<Option<u32>, LineupError> {
+        let keys = EventKeys::new(event);
+        let (state, limit): (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(&keys.settings)
+            .arg("state")
+            .arg("ticket_limit")
+            .query_async(&mut self.connection())
+            .await?;
+        // A lost cache knows no limit: that is not "no limit" (the caller retries once the
+        // event is restored).
+        if state.is_none() {
+            return Err(LineupError::CacheRecovering);
+        }
+        limit
+            .map(|raw| {
+                raw.parse()
+                    .map_err(|_| unexpected("ticket_limit", std::slice::from_ref(&raw)))
+            })
+            .transpose()
+    }
+}
+
+fn ticket_limit_arg(settings: &EventSettings) -> String {
+    settings
+        .ticket_limit
+        .map(|limit| limit.to_string())
+        .unwrap_or_default()
+}
+
+impl RedisQueue {
+    /// The open-events set follows the state: ticked unless closed.
+    async fn track_open(&self, event: &EventId, state: QueueState) -> Result<(), LineupError> {
+        let mut connection = self.connection();
+        let _: i64 = match state {
+            QueueState::Open | QueueState::Paused => {
+                connection.sadd(OPEN_EVENTS, event.as_str()).await?
+            }
+            QueueState::Closed => connection.srem(OPEN_EVENTS, event.as_str()).await?,
+        };
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl EventSettingsStore for RedisQueue {
+    async fn configure(
+        &self,
+        event: &EventId,
+        settings: &EventSettings,
+        seed: &DrawSeed,
+    ) -> Result<(), LineupError> {
+        let keys = EventKeys::new(event);
+        // One script on the event's own slot: the settings, the ticket limit (set or removed)
+        // and the draw seed change together.
+        let _: i64 = self
+            .scripts
+            .configure
+            .key(&keys.settings)
+            .arg(settings.state.as_str())
+            .arg(unix_millis(settings.opens_at))
+            .arg(settings.max_active)
+            .arg(settings.admit_per_second)
+            .arg(settings.session.as_millis() as u64)
+            .arg(settings.claim_window.as_millis() as u64)
+            .arg(ticket_limit_arg(settings))
+            .arg(seed.reveal())
+            .arg(seed.commitment())
+            .invoke_async(&mut self.connection())
+            .await?;
+        // The open-events set is outside the event's slot, so it is a second call; the admitter
+        // re-reads settings inside its script, so a closed event in the set only costs a no-op tick.
+        self.track_open(event, settings.state).await
+    }
+
+    async fn close(&self, event: &EventId, sold_out: bool) -> Result<bool, LineupError> {
+        let keys = EventKeys::new(event);
+        let closed: i64 = self
+            .scripts
+            .close
+            .key(&keys.settings)
+            .arg(if sold_out { "sold_out" } else { "closed" })
+            .invoke_async(&mut self.connection())
+            .await?;
+        self.track_open(event, QueueState::Closed).await?;
+        Ok(closed == 1)
+    }
+
+    async fn set_seats_left(&self, event: &EventId, seats_left: u64) -> Result<(), LineupError> {
+        let keys = EventKeys::new(event);
+        let _: i64 = self
+            .scripts
+            .set_seats_left
+            .key(&keys.settings)
+            .arg(seats_left)
+            .invoke_async(&mut self.connection())
+            .await?;
+        Ok(())
+    }
+
+    async fn settings(&self, event: &EventId) -> Result<Option<EventSettings>, LineupError> {
+        const OP: &str = "settings";
+        let keys = EventKeys::new(event);
+        let values: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(&keys.settings)
+            .arg(&[
+                "state",
+                "opens_at_ms",
+                "max_active",
+                "admit_per_sec",
+                "session_ms",
+                "claim_ms",
+                "ticket_limit",
+            ])
+            .query_async(&mut self.connection())
+            .await?;
+        let [state, opens_at, max_active, rate, session, claim, ticket_limit] = values.as_slice()
+        else {
+            return Err(unexpected(OP, &[]));
+        };
+        let Some(state) = state else { return Ok(None) };
+        let shown: Vec<String> = values
+            .iter()
+            .map(|v| v.clone().unwrap_or_default())
+            .collect();
+        let number = |field: &Option<String>| -> Result<u64, LineupError> {
+            field
+                .as_deref()
+                .and_then(|raw| raw.parse().ok())
+                .ok_or_else(|| unexpected(OP, &shown))
+        };
+        Ok(Some(EventSettings {
+            state: QueueState::parse(state).ok_or_else(|| unexpected(OP, &shown))?,
+            opens_at: from_unix_millis(number(opens_at)?),
+            max_active: number(max_active)? as u32,
+            admit_per_second: number(rate)? as u32,
+            session: Duration::from_millis(number(session)?),
+            // An event configured before claim windows existed has none: the default.
+            claim_window: match claim {
+                Some(_) => Duration::from_millis(number(claim)?),
+                None => EventSettings::DEFAULT_CLAIM_WINDOW,
+            },
+            ticket_limit: ticket_limit
+                .as_deref()
+                .map(|raw| raw.parse::<u32>().map_err(|_| unexpected(OP, &shown)))
+                .transpose()?,
+        }))
+    }
+}
+
+#[async_trait]
+impl PlaceRestorer for RedisQueue {
+    async fn restore_context(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+    ) -> Result<Option<RestoreContext>, LineupError> {
+        const OP: &str = "restore_context";
+        let keys = EventKeys::new(event);
+        let reply: Vec<String> = self
+            .scripts
+            .restore_context
+            .key(&keys.settings)
+            .key(&keys.restored)
+            .arg(customer.as_str())
+            .invoke_async(&mut self.connection())
+            .await?;
+        let [restored_at, serving, lost_since, done] = reply.as_slice() else {
+            return Err(unexpected(OP, &reply));
+        };
+        if restored_at.is_empty() {
+            return Ok(None);
+        }
+        let done = match done.as_str() {
+            "" => None,
+            "placed" => Some(RestoreDone::Placed),
+            "expired" => Some(RestoreDone::Expired),
+            "token" => Some(RestoreDone::Token),
+            _ => return Err(unexpected(OP, &reply)),
+        };
+        Ok(Some(RestoreContext {
+            restored_at: from_unix_millis(parse_u64(OP, &reply, restored_at)?),
+            serving: parse_u64(OP, &reply, serving)?,
+            lost_since: (!lost_since.is_empty())
+                .then(|| parse_u64(OP, &reply, lost_since).map(from_unix_millis))
+                .transpose()?,
+            done,
+        }))
+    }
+
+    async fn restore_place(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+        ticket_issued_at: SystemTime,
+        place: RestoredPlace,
+    ) -> Result<RestoreOutcome, LineupError> {
+        let keys = EventKeys::new(event);
+        let (where_to, score) = match place {
+            RestoredPlace::Queue { number } => ("queue", number),
+            RestoredPlace::PreQueue => ("pre_queue", 0),
+            RestoredPlace::Admitted { expires_at } => ("active", unix_millis(expires_at)),
+            RestoredPlace::Expired => ("expired", 0),
+        };
+        let outcome: String = self
+            .scripts
+            .restore_place
+            .key(&keys.settings)
+            .key(&keys.queue)
+            .key(&keys.active)
+            .key(&keys.prequeue)
+            .key(&keys.restored)
+            .arg(customer.as_str())
+            .arg(unix_millis(ticket_issued_at))
+            .arg(where_to)
+            .arg(score)
+            .invoke_async(&mut self.connection())
+            .await?;
+        match outcome.as_str() {
+            "restored" => Ok(RestoreOutcome::Restored),
+            "expired" => Ok(RestoreOutcome::Expired),
+            "already" => Ok(RestoreOutcome::AlreadyRestored),
+            "not_restorable" => Ok(RestoreOutcome::NotRestorable),
+            _ => Err(unexpected("restore_place", &[outcome])),
+        }
+    }
+
+    async fn restore_event(
+        &self,
+        event: &EventId,
+        record: &EventRecord,
+        now: SystemTime,
+    ) -> Result<bool, LineupError> {
+        let keys = EventKeys::new(event);
+        let settings = &record.settings;
+        let cursor = &record.cursor;
+        let restored: i64 = self
+            .scripts
+            .restore_event
+            .key(&keys.settings)
+            .key(&keys.admission)
+            .arg(settings.state.as_str())
+            .arg(unix_millis(settings.opens_at))
+            .arg(settings.max_active)
+            .arg(settings.admit_per_second)
+            .arg(settings.session.as_millis() as u64)
+            .arg(settings.claim_window.as_millis() as u64)
+            .arg(ticket_limit_arg(settings))
+            .arg(record.seed.reveal())
+            .arg(record.seed.commitment())
+            // Every number the lost cache handed out is at or below the durable ceiling.
+            .arg(record.number_ceiling.max(cursor.next_number))
+            .arg(cursor.entrants.map(|n| n.to_string()).unwrap_or_default())
+            .arg(if cursor.drawn { "1" } else { "0" })
+            .arg(cursor.serving)
+            .arg(record.closed_reason.clone().unwrap_or_default())
+            .arg(unix_millis(now))
+            .arg(
+                cursor
+                    .saved_at_ms
+                    .map(|at| at.to_string())
+                    .unwrap_or_default(),
+            )
+            .invoke_async(&mut self.connection())
+            .await?;
+        self.track_open(event, settings.state).await?;
+        Ok(restored == 1)
+    }
+
+    async fn lock_restore(
+        &self,
+        event: &EventId,
+        for_how_long: Duration,
+    ) -> Result<bool, LineupError> {
+        self.take_lock(&EventKeys::new(event).restore_lock, for_how_long)
+            .await
+    }
+}
+
+impl RedisQueue {
+    /// `SET key 1 NX PX ms`: `true` when this caller took it.
+    async fn take_lock(&self, key: &str, for_how_long: Duration) -> Result<bool, LineupError> {
+        let taken: Option<String> = redis::cmd("SET")
+            .arg(key)
+            .arg("1")
+            .arg("NX")
+            .arg("PX")
+            .arg(for_how_long.as_millis() as u64)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(taken.is_some())
+    }
+}
+
+#[async_trait]
+impl NumberRanges for RedisQueue {
+    async fn number_range(&self, event: &EventId) -> Result<Option<NumberRange>, LineupError> {
+        const OP: &str = "number_range";
+        let keys = EventKeys::new(event);
+        let values: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(&keys.settings)
+            .arg(&[
+                "state",
+                "next_number",
+                "number_ceiling",
+                "number_block",
+                "numbers_reserved_at_ms",
+                "numbers_reserved_from",
+            ])
+            .query_async(&mut self.connection())
+            .await?;
+        let [state, next, ceiling, block, reserved_at, reserved_from] = values.as_slice() else {
+            return Err(unexpected(OP, &[]));
+        };
+        if state.is_none() {
+            return Ok(None);
+        }
+        let shown: Vec<String> = values
+            .iter()
+            .map(|v| v.clone().unwrap_or_default())
+            .collect();
+        let number = |field: &Option<String>| -> Result<u64, LineupError> {
+            match field.as_deref() {
+                None => Ok(0),
+                Some(raw) => parse_u64(OP, &shown, raw),
+            }
+        };
+        Ok(Some(NumberRange {
+            next_number: number(next)?,
+            ceiling: number(ceiling)?,
+            block: number(block)?,
+            reserved_at: reserved_at
+                .as_deref()
+                .map(|raw| parse_u64(OP, &shown, raw).map(from_unix_millis))
+                .transpose()?,
+            reserved_from: number(reserved_from)?,
+        }))
+    }
+
+    async fn extend_numbers(
+        &self,
+        event: &EventId,
+        ceiling: u64,
+        block: u64,
+        now: SystemTime,
+    ) -> Result<bool, LineupError> {
+        let keys = EventKeys::new(event);
+        let in_force: u64 = self
+            .scripts
+            .extend_numbers
+            .key(&keys.settings)
+            .key(&keys.numbers_lock)
+            .arg(ceiling)
+            .arg(unix_millis(now))
+            .arg(block)
+            .invoke_async(&mut self.connection())
+            .await?;
+        Ok(in_force > 0)
+    }
+}
+
+#[async_trait]
+impl PreQueueDraw for RedisQueue {
+    async fn lock_draw(
+        &self,
+        event: &EventId,
+        for_how_long: Duration,
+    ) -> Result<bool, LineupError> {
+        self.take_lock(&EventKeys::new(event).draw_lock, for_how_long)
+            .await
+    }
+
+    async fn draw_seed(&self, event: &EventId) -> Result<Option<DrawSeed>, LineupError> {
+        let keys = EventKeys::new(event);
+        let seed: Option<String> = self.connection().hget(&keys.settings, "draw_seed").await?;
+        Ok(seed.as_deref().and_then(DrawSeed::parse))
+    }
+
+    async fn entrants(&self, event: &EventId) -> Result<Vec<CustomerId>, LineupError> {
+        let keys = EventKeys::new(event);
+        let mut connection = self.connection();
+        // SSCAN in pages, not SMEMBERS: a million entrants in one reply would stall Redis.
+        let mut entrants = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, page): (u64, Vec<String>) = redis::cmd("SSCAN")
+                .arg(&keys.entrants)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(5_000)
+                .query_async(&mut connection)
+                .await?;
+            entrants.extend(page.iter().filter_map(|raw| CustomerId::parse(raw).ok()));
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        // A set scanned while unchanged can still repeat a member across pages.
+        entrants.sort_unstable();
+        entrants.dedup();
+        Ok(entrants)
+    }
+
+    async fn write_numbers(
+        &self,
+        event: &EventId,
+        numbers: &[(CustomerId, u64)],
+    ) -> Result<(), LineupError> {
+        let keys = EventKeys::new(event);
+        let mut connection = self.connection();
+        // Batches of 5,000: each script is a few milliseconds, so joins and polls are not held up.
+        for batch in numbers.chunks(5_000) {
+            let mut invocation = self.scripts.draw_numbers.key(&keys.queue);
+            invocation.key(&keys.left);
+            for (customer, number) in batch {
+                invocation.arg(customer.as_str()).arg(*number);
+            }
+            let _: i64 = invocation.invoke_async(&mut connection).await?;
+        }
+        Ok(())
+    }
+
+    async fn mark_drawn(&self, event: &EventId) -> Result<(), LineupError> {
+        let keys = EventKeys::new(event);
+        let _: i64 = self.connection().hset(&keys.settings, "drawn", "1").await?;
+        Ok(())
+    }
+}

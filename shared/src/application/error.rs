@@ -1,0 +1,380 @@
+//! The one error type of Lineup, and the one place that decides what each error means over HTTP.
+//!
+//! Adapters keep the underlying error as the `source` (never formatted into a string), so a log
+//! line shows the whole chain while the client sees only a stable code and a human sentence.
+
+use http::StatusCode;
+
+use crate::domain::access_token::TokenRejection;
+
+/// Why a hold was refused: answers about the seats and the customer (409), not faults.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HoldRefused {
+    /// Seats another customer holds or bought (named, so the page can grey them out).
+    #[error("{} of the seats asked for are taken", .0.len())]
+    SeatsUnavailable(Vec<String>),
+    /// Seats whose price is not the one the caller's catalogue had (named).
+    #[error("the price of some seats changed; look at the seat map again")]
+    PriceChanged(Vec<String>),
+    /// The customer already has an open hold for this event: `order_id` is it, so a client whose
+    /// answer to the first hold was lost can find it, pay for it or release it.
+    #[error("you already hold seats for this event; pay for them or release them first")]
+    HoldExists { order_id: Option<String> },
+    /// The seats of this hold, with those the customer already bought, pass the event's limit.
+    #[error("this hold would take you past the event's limit of {limit} tickets per customer")]
+    TicketLimitReached { limit: u32 },
+    /// Best available found no row of the section with that many available seats together.
+    #[error("no row of {section} has {quantity} available seats together; ask for fewer, another section, or pick seats")]
+    NoSeatsTogether { section: String, quantity: usize },
+}
+
+/// Why a payment webhook was refused although it was signed: each is final for this request,
+/// and none changes the order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PaymentRefused {
+    /// The signed body names another order than the path: a captured webhook replayed elsewhere.
+    #[error("the payment names another order than the one in the path")]
+    OrderMismatch,
+    /// This payment already settled (or was refused for) another order.
+    #[error("this payment was already presented for another order")]
+    PaymentAlreadyUsed,
+    /// The order was already settled by another payment: this payment is recorded for a refund.
+    #[error("this order was already settled by another payment; this payment will be refunded")]
+    OrderNotPayable,
+    /// The Idempotency-Key came before with a different request.
+    #[error("this Idempotency-Key was already used with another request")]
+    IdempotencyKeyReused,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LineupError {
+    /// No verified customer on the request (no JWT `sub` claim, or an unusable one).
+    #[error("this route needs a signed-in customer (a JWT with a `sub` claim)")]
+    Unauthenticated,
+
+    /// The request itself is malformed: bad ids, bad JSON, wrong headers.
+    #[error("{message}")]
+    InvalidRequest { code: &'static str, message: String },
+
+    /// The body is longer than the route takes: refused before it is parsed or hashed.
+    #[error("the body is larger than this route takes ({limit} bytes at most)")]
+    BodyTooLarge { limit: usize },
+
+    #[error("no on-sale event with this id")]
+    EventNotFound,
+
+    /// The queue entry is unknown, or is not the caller's (the two are not told apart).
+    #[error("no queue entry with this id for this customer")]
+    QueueEntryNotFound,
+
+    #[error("no route {method} {path}")]
+    RouteNotFound { method: String, path: String },
+
+    /// The event's queue no longer takes customers (sold out or closed by an operator).
+    #[error("the queue for this event is closed")]
+    QueueClosed,
+
+    /// The caller's JWT lacks the claim this deployment requires before joining (e.g. a
+    /// verified e-mail address): bots on throwaway accounts cannot queue.
+    #[error("joining needs a verified account: the `{claim}` claim of your sign-in must be true")]
+    ClaimRequired { claim: String },
+
+    /// An access token that is missing, forged, expired, for another event or customer, or revoked.
+    #[error("access token refused: {0}")]
+    AccessDenied(#[from] TokenRejection),
+
+    /// Redis could not be reached or did not answer in time. Safe to retry: nothing was changed,
+    /// or the change is idempotent (joining twice keeps the place).
+    #[error("the queue store is unavailable")]
+    QueueUnavailable(#[source] redis::RedisError),
+
+    /// Redis answered with an error that retrying will not cure (a script error, a wrong type):
+    /// a bug or a misconfiguration, reported as 500 and logged with its source.
+    #[error("the queue store refused the operation")]
+    QueueFailure(#[source] redis::RedisError),
+
+    /// DynamoDB could not be reached, throttled us, or failed on its side: safe to retry.
+    #[error("the seat store is unavailable")]
+    SeatStoreUnavailable(#[source] Box<aws_sdk_dynamodb::Error>),
+
+    /// DynamoDB refused the request for a reason retrying will not cure (validation, missing table).
+    #[error("the seat store refused the operation")]
+    SeatStoreFailure(#[source] Box<aws_sdk_dynamodb::Error>),
+
+    /// A stored item does not have the shape the adapter writes: a bug or a hand edit.
+    #[error("stored item is malformed: {0}")]
+    MalformedItem(#[source] Box<serde_dynamo::Error>),
+
+    /// SQS could not take a message (throttled, unreachable, or refused it).
+    #[error("the ticket queue did not take the message")]
+    PublishFailed(#[source] Box<aws_sdk_sqs::Error>),
+
+    #[error(transparent)]
+    HoldRefused(#[from] HoldRefused),
+
+    #[error(transparent)]
+    PaymentRefused(#[from] PaymentRefused),
+
+    /// The order is no longer pending (paid, expired or released), so it cannot be released.
+    #[error("this order is no longer pending (paid, expired or released)")]
+    OrderNotPending,
+
+    #[error("{0}")]
+    NotFound(&'static str),
+
+    /// Seats the event does not have.
+    #[error("this event has no seat {}", .0.join(", "))]
+    UnknownSeats(Vec<String>),
+
+    /// The payment webhook's signature is missing, wrong or stale.
+    #[error("{0}")]
+    BadSignature(&'static str),
+
+    /// The payment does not match the order (amount or currency).
+    #[error("{0}")]
+    PaymentMismatch(String),
+
+    /// A request reached the API without going through CloudFront.
+    #[error("call the API through its public (CloudFront) address")]
+    DirectAccessRefused,
+
+    /// The seat availability is being rebuilt after a cache loss: the seat map and best
+    /// available wait a few seconds (exact holds still work).
+    #[error("seat availability is being rebuilt; try again in a few seconds")]
+    AvailabilityRebuilding,
+
+    /// The cache lost this event (a flush, a failover to an empty node) and it is being put
+    /// back from its durable record: the customer's place is kept; retry shortly.
+    #[error("the queue is being restored after an outage; your place is kept: try again in a few seconds")]
+    CacheRecovering,
+
+    /// The queue's durable range of numbers ran out and the next range is being reserved (by
+    /// another request): nothing changed; retry shortly.
+    #[error("the queue is busy handing out numbers; try again in a second")]
+    NumbersExhausted {
+        /// The caller took the duty to reserve the next range.
+        top_up: bool,
+    },
+
+    /// The pre-queue draw is not published yet (or there is no such chunk).
+    #[error("the draw is not published; it is, in the first seconds after opening")]
+    DrawNotPublished,
+
+    /// A queue script answered in a shape the adapter does not know: a bug, not bad input.
+    #[error("the queue store gave an unexpected reply to `{operation}`: {reply}")]
+    QueueReply {
+        operation: &'static str,
+        reply: String,
+    },
+
+    /// DynamoDB answered in a way the ledger never leads to (an item it did not write, a
+    /// transaction cancelled on items it does not touch): a bug or a hand edit, not bad input.
+    #[error("the seat store gave an unexpected reply to `{operation}`: {reply}")]
+    SeatStoreReply {
+        operation: &'static str,
+        reply: String,
+    },
+}
+
+impl LineupError {
+    pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+        Self::InvalidRequest {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The HTTP status for this error: the single mapping every handler uses.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::Unauthenticated | Self::BadSignature(_) => StatusCode::UNAUTHORIZED,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::OrderNotPending | Self::HoldRefused(_) => StatusCode::CONFLICT,
+            Self::PaymentRefused(PaymentRefused::OrderMismatch) => StatusCode::BAD_REQUEST,
+            Self::PaymentRefused(_) => StatusCode::CONFLICT,
+            Self::PaymentMismatch(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::SeatStoreUnavailable(_) | Self::PublishFailed(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            Self::SeatStoreFailure(_) | Self::MalformedItem(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::InvalidRequest { .. } | Self::UnknownSeats(_) => StatusCode::BAD_REQUEST,
+            Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::AccessDenied(_) | Self::ClaimRequired { .. } | Self::DirectAccessRefused => {
+                StatusCode::FORBIDDEN
+            }
+            Self::EventNotFound
+            | Self::QueueEntryNotFound
+            | Self::RouteNotFound { .. }
+            | Self::DrawNotPublished => StatusCode::NOT_FOUND,
+            Self::QueueClosed => StatusCode::CONFLICT,
+            Self::QueueUnavailable(_)
+            | Self::AvailabilityRebuilding
+            | Self::CacheRecovering
+            | Self::NumbersExhausted { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::QueueFailure(_) | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        }
+    }
+
+    /// The stable, machine-readable `error.code` of the JSON error body.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Unauthenticated => "unauthenticated",
+            Self::BadSignature(_) => "invalid_signature",
+            Self::NotFound(_) => "not_found",
+            Self::UnknownSeats(_) => "unknown_seats",
+            Self::OrderNotPending => "order_not_pending",
+            Self::HoldRefused(refused) => match refused {
+                HoldRefused::SeatsUnavailable(_) => "seats_unavailable",
+                HoldRefused::PriceChanged(_) => "price_changed",
+                HoldRefused::HoldExists { .. } => "hold_exists",
+                HoldRefused::TicketLimitReached { .. } => "ticket_limit_reached",
+                HoldRefused::NoSeatsTogether { .. } => "no_seats_together",
+            },
+            Self::PaymentRefused(refused) => match refused {
+                PaymentRefused::OrderMismatch => "order_mismatch",
+                PaymentRefused::PaymentAlreadyUsed => "payment_already_used",
+                PaymentRefused::OrderNotPayable => "order_not_payable",
+                PaymentRefused::IdempotencyKeyReused => "idempotency_key_reused",
+            },
+            Self::PaymentMismatch(_) => "payment_mismatch",
+            Self::SeatStoreUnavailable(_) | Self::PublishFailed(_) => "service_unavailable",
+            Self::SeatStoreFailure(_) | Self::MalformedItem(_) => "internal_error",
+            Self::InvalidRequest { code, .. } => code,
+            Self::BodyTooLarge { .. } => "body_too_large",
+            Self::EventNotFound => "event_not_found",
+            Self::QueueEntryNotFound => "queue_entry_not_found",
+            Self::RouteNotFound { .. } => "route_not_found",
+            Self::QueueClosed => "queue_closed",
+            Self::DrawNotPublished => "draw_not_published",
+            Self::AvailabilityRebuilding => "availability_rebuilding",
+            Self::CacheRecovering => "queue_recovering",
+            Self::NumbersExhausted { .. } => "service_unavailable",
+            Self::DirectAccessRefused => "direct_access_refused",
+            Self::AccessDenied(_) => "access_denied",
+            Self::ClaimRequired { .. } => "claim_required",
+            Self::QueueUnavailable(_) => "service_unavailable",
+            Self::QueueFailure(_) | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
+                "internal_error"
+            }
+        }
+    }
+
+    /// The sentence shown to the client. Infrastructure details stay in the logs.
+    pub fn public_message(&self) -> String {
+        match self {
+            Self::QueueUnavailable(_) | Self::SeatStoreUnavailable(_) | Self::PublishFailed(_) => {
+                "the service is briefly unavailable; retry after the Retry-After delay".to_owned()
+            }
+            Self::SeatStoreFailure(_) | Self::MalformedItem(_) => {
+                "something went wrong on our side".to_owned()
+            }
+            Self::QueueFailure(_) | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
+                "something went wrong on our side".to_owned()
+            }
+            // The reason (forged, expired, revoked...) goes to the logs, not to the caller.
+            Self::AccessDenied(_) => {
+                "the queue access token is missing, invalid or no longer valid; join the queue again"
+                    .to_owned()
+            }
+            other => other.to_string(),
+        }
+    }
+
+    /// The seats an error is about (taken ones for `seats_unavailable`, unknown ones for
+    /// `unknown_seats`), shown to the client as `error.seatIds`.
+    pub fn seat_ids(&self) -> Option<&[String]> {
+        match self {
+            Self::HoldRefused(
+                HoldRefused::SeatsUnavailable(seat_ids) | HoldRefused::PriceChanged(seat_ids),
+            ) => Some(seat_ids),
+            Self::UnknownSeats(seat_ids) => Some(seat_ids),
+            _ => None,
+        }
+    }
+
+    /// The order an error is about (the open hold for `hold_exists`), shown as `error.orderId`.
+    pub fn order_id(&self) -> Option<&str> {
+        match self {
+            Self::HoldRefused(HoldRefused::HoldExists { order_id }) => order_id.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Seconds a client should wait before retrying, for errors that are worth retrying.
+    pub fn retry_after_seconds(&self) -> Option<u32> {
+        match self {
+            Self::QueueUnavailable(_)
+            | Self::SeatStoreUnavailable(_)
+            | Self::PublishFailed(_)
+            | Self::AvailabilityRebuilding
+            | Self::CacheRecovering => Some(2),
+            Self::NumbersExhausted { .. } => Some(1),
+            _ => None,
+        }
+    }
+}
+
+/// Connection trouble (refused, dropped, timed out, Redis loading or failing over, a cluster's
+/// slots moving while a node is replaced) is worth a retry; any other Redis error is not.
+impl From<redis::RedisError> for LineupError {
+    fn from(error: redis::RedisError) -> Self {
+        let transient = error.is_io_error()
+            || error.is_timeout()
+            || error.is_connection_refusal()
+            || error.is_connection_dropped()
+            || matches!(
+                error.kind(),
+                redis::ErrorKind::Server(
+                    redis::ServerErrorKind::BusyLoading
+                        | redis::ServerErrorKind::TryAgain
+                        | redis::ServerErrorKind::ClusterDown
+                        | redis::ServerErrorKind::MasterDown
+                        | redis::ServerErrorKind::ReadOnly
+                        | redis::ServerErrorKind::Moved
+                        | redis::ServerErrorKind::Ask
+                )
+            );
+        if transient {
+            Self::QueueUnavailable(error)
+        } else {
+            Self::QueueFailure(error)
+        }
+    }
+}
+
+/// Throttling, server-side faults and failures to get a response at all are worth a retry;
+/// validation errors and missing tables are not. Conditional failures never arrive here: the
+/// adapters turn them into domain answers (409) first.
+impl From<aws_sdk_dynamodb::Error> for LineupError {
+    fn from(error: aws_sdk_dynamodb::Error) -> Self {
+        use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+        use aws_sdk_dynamodb::Error as E;
+        let retryable = match &error {
+            E::ProvisionedThroughputExceededException(_)
+            | E::RequestLimitExceeded(_)
+            | E::InternalServerError(_)
+            | E::TransactionConflictException(_)
+            | E::TransactionInProgressException(_) => true,
+            // No service error code: the request never got an answer (timeout, connection).
+            other => matches!(other.code(), None | Some("ThrottlingException")),
+        };
+        if retryable {
+            Self::SeatStoreUnavailable(Box::new(error))
+        } else {
+            Self::SeatStoreFailure(Box::new(error))
+        }
+    }
+}
+
+/// Lambda reports an error as a `Diagnostic`; its type is the error code, so CloudWatch can
+/// count failures by kind.
+impl From<LineupError> for lambda_runtime::Diagnostic {
+    fn from(error: LineupError) -> Self {
+        lambda_runtime::Diagnostic {
+            error_type: error.code().to_owned(),
+            error_message: error.to_string(),
+        }
+    }
+}

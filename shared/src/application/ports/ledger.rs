@@ -1,0 +1,265 @@
+//! The seat ledger: seats, holds, orders and payments, where "never a seat sold twice" is kept.
+//! The ports here are what the use cases need; [`dynamo::DynamoLedger`] implements them with
+//! DynamoDB conditional writes and transactions (never a read-then-write).
+
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::application::error::LineupError;
+use crate::domain::ids::{CustomerId, EventId, OrderId, PaymentId, SeatId};
+
+/// How long a hold keeps its seats.
+pub const HOLD_DURATION: Duration = Duration::from_secs(5 * 60);
+/// How many seats one hold may take.
+pub const MAX_SEATS_PER_HOLD: usize = 4;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SeatStatus {
+    Available,
+    Held,
+    Sold,
+}
+
+impl SeatStatus {
+    /// The name stored in the seats table and shown in the seat map (the serde name).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Available => "AVAILABLE",
+            Self::Held => "HELD",
+            Self::Sold => "SOLD",
+        }
+    }
+}
+
+/// A seat with its price, as a hold writes it (from the layout).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seat {
+    pub seat_id: SeatId,
+    pub section: String,
+    /// Minor units of `currency`.
+    pub price: i64,
+    pub currency: String,
+}
+
+/// A seat to create when seeding an event: its place (section, row) and price.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSeat {
+    pub seat_id: SeatId,
+    pub section: String,
+    pub row: String,
+    pub price: i64,
+    pub currency: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum OrderStatus {
+    /// Seats held, waiting for payment.
+    Pending,
+    Paid,
+    /// The hold lapsed unpaid (set by the `expire` sweep).
+    Expired,
+    /// The customer gave the seats back.
+    Released,
+    /// Paid after the hold lapsed and a seat went to someone else.
+    RefundRequired,
+}
+
+impl OrderStatus {
+    /// The name stored in the orders table and shown in answers (the serde name).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "PENDING",
+            Self::Paid => "PAID",
+            Self::Expired => "EXPIRED",
+            Self::Released => "RELEASED",
+            Self::RefundRequired => "REFUND_REQUIRED",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Order {
+    pub order_id: OrderId,
+    pub event_id: EventId,
+    pub customer_id: CustomerId,
+    pub seat_ids: Vec<SeatId>,
+    pub amount: i64,
+    pub currency: String,
+    pub status: OrderStatus,
+    pub expires_at: SystemTime,
+    /// The event's per-customer ticket limit when the seats were held (checked again when the
+    /// order is paid, so a late payment cannot pass it either).
+    pub ticket_limit: Option<u32>,
+    /// The end of the admission the seats were held under (its score in the active set): paying
+    /// ends that admission, and only that one.
+    pub admission_expires_at: Option<SystemTime>,
+}
+
+impl Order {
+    /// The seat ids as plain strings, as responses and events carry them.
+    pub fn seat_id_strings(&self) -> Vec<String> {
+        self.seat_ids
+            .iter()
+            .map(|seat| seat.as_str().to_owned())
+            .collect()
+    }
+}
+
+/// What the hold function asks for, already validated (1–4 distinct seats, prices known).
+#[derive(Debug, Clone)]
+pub struct HoldRequest {
+    pub event: EventId,
+    pub customer: CustomerId,
+    /// The seats with the price the customer is shown (checked again inside the write).
+    pub seats: Vec<Seat>,
+    /// At most this many seats per customer for the event: the seats they bought plus this
+    /// hold's. `None`: no limit.
+    pub ticket_limit: Option<u32>,
+    /// The end of the admission the hold is made under.
+    pub admission_expires_at: SystemTime,
+    pub now: SystemTime,
+}
+
+/// The payment provider's word that an order was paid, with the request's idempotency key.
+#[derive(Debug, Clone)]
+pub struct PaymentConfirmation {
+    pub order_id: OrderId,
+    pub idempotency_key: String,
+    /// A digest of the request (order and body): the same key with another request is refused.
+    pub request_digest: String,
+    /// The provider's id of the payment: it settles at most one order, ever.
+    pub payment_id: PaymentId,
+    pub amount: i64,
+    pub currency: String,
+    pub now: SystemTime,
+}
+
+/// The first answer to a confirmation, stored with its idempotency key and replayed after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfirmAnswer {
+    pub order_id: String,
+    pub status: OrderStatus,
+}
+
+/// What became of a payment, stored once per payment id (and per idempotency key) in the same
+/// transaction as its effect, so every redelivery gets the same answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PaymentOutcome {
+    /// The order is paid and its seats sold.
+    Paid,
+    /// Paid too late (a seat went to someone else, or the customer's ticket limit was reached
+    /// meanwhile): the order is REFUND_REQUIRED.
+    RefundRequired,
+    /// The order had already been settled by another payment: this one is to be refunded.
+    OrderNotPayable,
+    /// The amount or currency did not match the order: to be refunded.
+    AmountMismatch,
+}
+
+/// What one expiry sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SweepReport {
+    pub orders_expired: u64,
+    pub seats_released: u64,
+    /// Orders that could not be expired this time (logged; the next sweep tries again).
+    pub orders_failed: u64,
+}
+
+#[async_trait]
+pub trait SeatLedger: Send + Sync {
+    /// Holds all the seats or none, in one transaction. Fails with 409 `seats_unavailable`
+    /// (naming the seats taken) or 409 `hold_exists`.
+    async fn hold(&self, request: &HoldRequest) -> Result<Order, LineupError>;
+
+    async fn order(&self, order: &OrderId) -> Result<Option<Order>, LineupError>;
+
+    /// Gives a pending order's seats back (the order as just read: its owner and seats).
+    /// 409 `order_not_pending` unless it is still pending.
+    async fn release(&self, order: &Order) -> Result<(), LineupError>;
+}
+
+/// What a confirmation did: the order as read, the answer, and whether this request settled it
+/// (a replay or redelivery gets the first answer, `settled_now` false).
+#[derive(Debug, Clone)]
+pub struct Confirmation {
+    pub order: Order,
+    pub answer: ConfirmAnswer,
+    pub settled_now: bool,
+}
+
+/// The per-customer ticket limit an event has now (operators may set or lower it mid-sale). A
+/// sale is checked against the stricter of this and the limit its seats were held under, so
+/// seats held before a limit was set cannot be paid past it later.
+#[async_trait]
+pub trait TicketLimits: Send + Sync {
+    async fn ticket_limit(&self, event: &EventId) -> Result<Option<u32>, LineupError>;
+}
+
+#[async_trait]
+pub trait PaymentLedger: Send + Sync {
+    /// Marks the order paid and its seats sold, once per idempotency key and payment, writing the
+    /// outbox event in the same transaction, within the stricter of the order's ticket limit and
+    /// the event's limit now (`limits`; if it cannot be read, the order's). Returns the first
+    /// answer on a replay.
+    async fn confirm(
+        &self,
+        payment: &PaymentConfirmation,
+        limits: &dyn TicketLimits,
+    ) -> Result<Confirmation, LineupError>;
+}
+
+/// The stricter of two ticket limits (`None`: no limit).
+pub fn stricter_limit(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[async_trait]
+pub trait HoldSweeper: Send + Sync {
+    /// Returns lapsed holds' seats to AVAILABLE and marks their orders EXPIRED.
+    async fn expire_lapsed(&self, now: SystemTime) -> Result<SweepReport, LineupError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stricter_limit_wins_and_none_means_no_limit() {
+        assert_eq!(stricter_limit(None, None), None);
+        assert_eq!(stricter_limit(Some(4), None), Some(4));
+        assert_eq!(stricter_limit(None, Some(2)), Some(2));
+        assert_eq!(stricter_limit(Some(4), Some(2)), Some(2));
+    }
+
+    #[test]
+    fn status_names_are_the_serde_names() {
+        for status in [SeatStatus::Available, SeatStatus::Held, SeatStatus::Sold] {
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                serde_json::json!(status.as_str())
+            );
+        }
+        for status in [
+            OrderStatus::Pending,
+            OrderStatus::Paid,
+            OrderStatus::Expired,
+            OrderStatus::Released,
+            OrderStatus::RefundRequired,
+        ] {
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                serde_json::json!(status.as_str())
+            );
+        }
+    }
+}

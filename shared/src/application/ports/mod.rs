@@ -1,0 +1,16 @@
+//! The ports: one small `Send + Sync` trait per capability the use cases need, with the types
+//! they speak. Adapters implement them over real stores; unit tests, over in-memory fakes.
+//!
+//! - [`queue`]: the waiting line, admissions, the draw's numbers, restore (Redis).
+//! - [`ledger`]: seats, holds, orders and payments (DynamoDB).
+//! - [`event_records`]: an event's durable record: settings, cursor, audit, layout, draw.
+//! - [`availability`]: the public seat map, a bitset per event.
+//! - [`outbox`]: the outbox event and the publisher of ticket messages.
+//! - [`secrets`]: fetching a secret's current and previous versions.
+
+pub mod availability;
+pub mod event_records;
+pub mod ledger;
+pub mod outbox;
+pub mod queue;
+pub mod secrets;

@@ -1,0 +1,90 @@
+//! Seeding an event's seats from a layout (an operator's command, and every test's set-up):
+//! the layout is stored under its version and made current, the availability projection starts
+//! out all available, then every seat is written with its place in the layout.
+//!
+//! Seeding over a sale would put sold seats back on sale, so it is refused while any seat of the
+//! current layout is held or sold; and each seat write of a re-seeding is conditioned on that
+//! seat not being in use, so a hold that races it keeps its seat (reported, and given its new
+//! place). The first seeding of an event cannot race a hold (a hold needs a current layout), so
+//! it writes in batches of 25, the only way 80,000 seats go in within minutes locally.
+
+use std::time::SystemTime;
+
+use crate::adapters::dynamo::DynamoLedger;
+use crate::application::error::LineupError;
+use crate::application::ports::availability::AvailabilityBoard;
+use crate::application::ports::event_records::LayoutStore;
+use crate::application::ports::ledger::SeatStatus;
+use crate::application::rebuild::SeatStates;
+use crate::domain::ids::{EventId, SeatId};
+use crate::domain::layout::SeatLayout;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeedOutcome {
+    Seeded {
+        seats: usize,
+        version: String,
+    },
+    /// Nothing was written: this many seats of the current layout are held or sold.
+    Refused {
+        in_use: usize,
+    },
+    /// Written, except these seats, taken by holds that raced the seeding.
+    SeededAround {
+        in_use: Vec<SeatId>,
+    },
+}
+
+pub struct Seeding<'a> {
+    pub ledger: &'a DynamoLedger,
+    pub layouts: &'a dyn LayoutStore,
+    pub board: &'a dyn AvailabilityBoard,
+}
+
+impl Seeding<'_> {
+    pub async fn seed(
+        &self,
+        event: &EventId,
+        layout: &SeatLayout,
+        now: SystemTime,
+    ) -> Result<SeedOutcome, LineupError> {
+        let current = self.layouts.current_layout(event).await?;
+        if let Some(current) = &current {
+            if let Some(current) = self.layouts.layout(event, &current.version).await? {
+                let in_use = self
+                    .ledger
+                    .seat_states(event, &current)
+                    .await?
+                    .iter()
+                    .filter(|status| **status != SeatStatus::Available)
+                    .count();
+                if in_use > 0 {
+                    return Ok(SeedOutcome::Refused { in_use });
+                }
+            }
+        }
+        let summary = layout.summary();
+        self.layouts.store_layout(event, layout).await?;
+        if current.is_none() {
+            // The first seeding: no hold can exist before a layout is current, so the seats go
+            // in batches, without conditions, and the layout is made current after them.
+            self.ledger.write_new_seats(event, layout).await?;
+        }
+        self.layouts.set_current_layout(event, &summary).await?;
+        self.board.set_layout(event, &summary).await?;
+        let all_available = vec![SeatStatus::Available; layout.seat_count()];
+        self.board.install(event, &summary, &all_available).await?;
+        let in_use = match current {
+            None => Vec::new(),
+            Some(_) => self.ledger.seed_seats(event, layout, now).await?,
+        };
+        if !in_use.is_empty() {
+            return Ok(SeedOutcome::SeededAround { in_use });
+        }
+        tracing::info!(event = %event, seats = layout.seat_count(), version = %layout.version(), "seats seeded");
+        Ok(SeedOutcome::Seeded {
+            seats: layout.seat_count(),
+            version: layout.version().to_owned(),
+        })
+    }
+}

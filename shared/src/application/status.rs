@@ -1,0 +1,308 @@
+//! The public routes, the same answer for everyone and no JWT, made to be cached by the CDN:
+//!
+//! - `GET /events/{eventId}/status`: the event's status as the last admit tick published it
+//!   (one Redis read), cached a couple of seconds.
+//! - `GET /events/{eventId}/draw`: the published pre-queue draw's summary (seed revealed),
+//!   immutable once published.
+//! - `GET /events/{eventId}/draw/{prefix}`: the entrants whose hash starts with `prefix`, with
+//!   their numbers, immutable once published.
+//! - `GET /events/{eventId}/seats`: which seats are available, a bitset per section (one Redis
+//!   read), cached a second.
+//! - `GET /events/{eventId}/layout`: a redirect to the current layout's version (cached 5 s).
+//! - `GET /events/{eventId}/layout/{version}`: the seat layout, immutable (read from the events
+//!   table once per version per instance).
+//!
+//! Every answer says how long it may be cached, errors included: a 404 for a made-up event is
+//! cached too (5 s), so made-up ids cannot stream to the origin through the CDN; a 503 for 1 s,
+//! so a Redis hiccup does not turn the crowd's reads into a stampede.
+//!
+//! After a cache loss the status, seat map and layout are missing from Redis until the admitter
+//! (or a join or poll) restores them: an event that exists durably (asked of [`KnownEvents`], a
+//! read per instance every few seconds at most) is answered 503 with `Retry-After`, never 404.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
+use http::{HeaderValue, Method, StatusCode};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+
+use crate::application::error::LineupError;
+use crate::application::http::{request, response};
+use crate::application::known_events::KnownEvents;
+use crate::application::ports::availability::{
+    layout_path, AvailabilityBoard, AvailabilityDocument, Projection,
+};
+use crate::application::ports::event_records::{DrawPublication, LayoutStore};
+use crate::application::ports::queue::StatusBoard;
+use crate::domain::event_settings::QueueState;
+use crate::domain::ids::EventId;
+use crate::domain::status::{EventStatus, StatusInputs};
+
+/// A published draw never changes: caches may keep it for good.
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+/// Misses (unknown events, a draw not yet published) are cached briefly.
+const MISS_MAX_AGE: Duration = Duration::from_secs(5);
+
+/// How long the redirect to the current layout may be cached (a re-seed shows within it).
+const CURRENT_LAYOUT_MAX_AGE: Duration = Duration::from_secs(5);
+/// The most layout documents one instance keeps (immutable; an 80,000-seat one is ~1 MB).
+const MAX_LAYOUT_DOCUMENTS: usize = 8;
+
+#[derive(Clone)]
+pub struct PublicApi {
+    pub board: Arc<dyn StatusBoard>,
+    pub draw: Arc<dyn DrawPublication>,
+    /// The seats' availability projection.
+    pub seats: Arc<dyn AvailabilityBoard>,
+    pub layouts: Arc<dyn LayoutStore>,
+    pub layout_documents: Arc<LayoutDocuments>,
+    /// Whether an event the cache does not know exists durably (then: 503, not 404).
+    pub events: Arc<KnownEvents>,
+}
+
+/// Layout documents already read, by event and version: they never change. Concurrent misses
+/// wait for one read instead of each reading the layout.
+///
+/// Only the event's current version is read from the table (checked first against the
+/// projection's summary, one Redis read): made-up versions, however many, never reach it nor
+/// queue behind the single read.
+#[derive(Default)]
+pub struct LayoutDocuments {
+    documents: Mutex<HashMap<(EventId, String), Arc<String>>>,
+    loading: tokio::sync::Mutex<()>,
+}
+
+impl LayoutDocuments {
+    async fn get(
+        &self,
+        current: &dyn AvailabilityBoard,
+        store: &dyn LayoutStore,
+        events: &KnownEvents,
+        event: &EventId,
+        version: &str,
+    ) -> Result<Option<Arc<String>>, LineupError> {
+        let key = (event.clone(), version.to_owned());
+        if let Some(document) = self.locked().get(&key) {
+            return Ok(Some(document.clone()));
+        }
+        let summary = match current.summary(event).await? {
+            Some(summary) => summary,
+            // The seat map was lost with the cache: the durable current layout answers.
+            None => events
+                .current_layout(event)
+                .await?
+                .ok_or(LineupError::EventNotFound)?,
+        };
+        if summary.version != version {
+            return Ok(None);
+        }
+        let _loading = self.loading.lock().await;
+        if let Some(document) = self.locked().get(&key) {
+            return Ok(Some(document.clone()));
+        }
+        let Some(document) = store.layout_document(event, version).await? else {
+            return Ok(None);
+        };
+        let document = Arc::new(document);
+        let mut documents = self.locked();
+        if documents.len() >= MAX_LAYOUT_DOCUMENTS {
+            documents.clear();
+        }
+        documents.insert(key, document.clone());
+        Ok(Some(document))
+    }
+
+    fn locked(&self) -> std::sync::MutexGuard<'_, HashMap<(EventId, String), Arc<String>>> {
+        self.documents
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+pub async fn handle(api: &PublicApi, request: Request) -> Response<Body> {
+    let mut answer = match route(api, &request).await {
+        Ok(answer) => answer,
+        Err(failure) => {
+            let cache = match failure.status() {
+                status if status.is_server_error() => "public, max-age=1".to_owned(),
+                _ => format!("public, max-age={}", MISS_MAX_AGE.as_secs()),
+            };
+            with_cache_control(response::error(&failure), &cache)
+        }
+    };
+    // Cached by everyone for everyone: never vary on who asked.
+    answer.headers_mut().insert(
+        http::header::VARY,
+        HeaderValue::from_static("Accept-Encoding"),
+    );
+    answer
+}
+
+fn with_cache_control(mut answer: Response<Body>, value: &str) -> Response<Body> {
+    if let Ok(value) = HeaderValue::from_str(value) {
+        answer.headers_mut().insert(CACHE_CONTROL, value);
+    }
+    answer
+}
+
+/// A JSON document already serialised (as stored), with its cache lifetime.
+fn document(json: String, cache_control: &str) -> Response<Body> {
+    let answer = Response::builder()
+        .status(StatusCode::OK)
+        .header(CONTENT_TYPE, "application/json")
+        .body(Body::Text(json))
+        .expect("a status and fixed header names always make a valid response");
+    with_cache_control(answer, cache_control)
+}
+
+async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, LineupError> {
+    if request.method() != Method::GET {
+        return Err(LineupError::RouteNotFound {
+            method: request.method().to_string(),
+            path: request.uri().path().to_owned(),
+        });
+    }
+    request::body_within(request, request::NO_INPUT_BODY_LIMIT)?;
+    let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
+    let route_key = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.route_key.as_deref(),
+        _ => None,
+    };
+    match route_key {
+        Some("GET /events/{eventId}/status") => match api.board.status_json(&event).await? {
+            Some(status) => Ok(document(status, &EventStatus::cache_control())),
+            None => match api.events.record(&event).await? {
+                None => Err(LineupError::EventNotFound),
+                // Nothing ticks a closed event again: its status comes from its record.
+                Some(record) if record.settings.state == QueueState::Closed => {
+                    let status = StatusInputs::closed_from_record(&record)
+                        .status(event.as_str(), std::time::SystemTime::now());
+                    Ok(document(to_json(&status), &EventStatus::cache_control()))
+                }
+                // Lost with the cache: the admitter (or a join or poll) restores it.
+                Some(_) => Err(LineupError::CacheRecovering),
+            },
+        },
+        Some("GET /events/{eventId}/draw") => {
+            let summary = api
+                .draw
+                .draw_summary(&event)
+                .await?
+                .ok_or(LineupError::DrawNotPublished)?;
+            Ok(document(to_json(&summary), IMMUTABLE))
+        }
+        Some("GET /events/{eventId}/draw/{prefix}") => {
+            draw_chunk(api, &event, request::path_parameter(request, "prefix")?).await
+        }
+        Some("GET /events/{eventId}/seats") => match api.seats.availability(&event).await? {
+            // Lost with the cache (the admitter rebuilds it for events it ticks), or never
+            // seeded. A closed event is not ticked: its seat map is not kept after a loss.
+            Projection::NoLayout if api.events.current_layout(&event).await?.is_some() => {
+                match api.events.record(&event).await? {
+                    Some(record) if record.settings.state == QueueState::Closed => {
+                        Err(LineupError::NotFound(
+                            "this event is closed: its seat map is no longer served",
+                        ))
+                    }
+                    _ => Err(LineupError::AvailabilityRebuilding),
+                }
+            }
+            Projection::NoLayout => Err(LineupError::EventNotFound),
+            Projection::Rebuilding(_) => Err(LineupError::AvailabilityRebuilding),
+            Projection::Ready(availability) => Ok(document(
+                to_json(&AvailabilityDocument::new(&event, &availability)),
+                AvailabilityDocument::cache_control(),
+            )),
+        },
+        Some("GET /events/{eventId}/layout") => {
+            let summary = match api.seats.summary(&event).await? {
+                Some(summary) => summary,
+                // The seat map was lost with the cache: the durable current layout answers.
+                None => api
+                    .events
+                    .current_layout(&event)
+                    .await?
+                    .ok_or(LineupError::EventNotFound)?,
+            };
+            let answer = Response::builder()
+                .status(StatusCode::FOUND)
+                .header(LOCATION, layout_path(&event, &summary.version))
+                .body(Body::Empty)
+                .expect("a status and a path make a valid response");
+            Ok(with_cache_control(
+                answer,
+                &format!("public, max-age={}", CURRENT_LAYOUT_MAX_AGE.as_secs()),
+            ))
+        }
+        Some("GET /events/{eventId}/layout/{version}") => {
+            let version = request::path_parameter(request, "version")?;
+            let well_formed = version.len() == 16
+                && version
+                    .bytes()
+                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+            if !well_formed {
+                return Err(LineupError::invalid(
+                    "invalid_layout_version",
+                    "a layout version is 16 lowercase hex digits",
+                ));
+            }
+            let layout = api
+                .layout_documents
+                .get(
+                    api.seats.as_ref(),
+                    api.layouts.as_ref(),
+                    &api.events,
+                    &event,
+                    version,
+                )
+                .await?
+                .ok_or(LineupError::NotFound(
+                    "this event has no such layout version",
+                ))?;
+            Ok(document(layout.as_ref().clone(), IMMUTABLE))
+        }
+        _ => Err(LineupError::RouteNotFound {
+            method: request.method().to_string(),
+            path: request.uri().path().to_owned(),
+        }),
+    }
+}
+
+async fn draw_chunk(
+    api: &PublicApi,
+    event: &EventId,
+    prefix: &str,
+) -> Result<Response<Body>, LineupError> {
+    // Only the chunk names the summary announces; anything else is not a chunk.
+    let summary = api
+        .draw
+        .draw_summary(event)
+        .await?
+        .ok_or(LineupError::DrawNotPublished)?;
+    let well_formed = prefix.len() == summary.prefix_length
+        && prefix
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if !well_formed {
+        return Err(LineupError::invalid(
+            "invalid_prefix",
+            format!(
+                "a chunk is named by {} lowercase hex digits",
+                summary.prefix_length
+            ),
+        ));
+    }
+    let chunk = api
+        .draw
+        .draw_chunk(event, prefix)
+        .await?
+        .ok_or(LineupError::DrawNotPublished)?;
+    Ok(document(to_json(&chunk), IMMUTABLE))
+}
+
+fn to_json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).expect("published documents are plain data and always serialise")
+}

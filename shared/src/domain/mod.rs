@@ -1,0 +1,26 @@
+//! The rules of an on-sale, pure: nothing here reads a store, the network or the environment,
+//! so every rule is tested in microseconds.
+//!
+//! - [`ids`]: validated identifiers (events, customers, seats, queue tickets).
+//! - [`clock`]: the clock port and time formats, so tests can fix "now".
+//! - [`event_settings`]: per-event on-sale settings (open, paused or closed, opening, caps, rate).
+//! - [`draw`]: the pre-queue draw, committed before and published after, checkable by anyone.
+//! - [`status`]: the public status document a waiting client reads through the CDN.
+//! - [`wait_policy`]: how long a waiting customer should wait before reading again, and the ETA.
+//! - [`layout`]: an event's sections, rows and seats in order, published under a version.
+//! - [`best_available`]: choosing n seats together in a section.
+//! - [`signing`]: the HMAC key behind queue tickets and access tokens.
+//! - [`access_token`]: the signed proof that a customer was admitted.
+//! - [`webhook_signature`]: verifying (and, for tests, making) payment webhook signatures.
+
+pub mod access_token;
+pub mod best_available;
+pub mod clock;
+pub mod draw;
+pub mod event_settings;
+pub mod ids;
+pub mod layout;
+pub mod signing;
+pub mod status;
+pub mod wait_policy;
+pub mod webhook_signature;

@@ -1,0 +1,268 @@
+//! The public status of an event: one small document, the same for everyone, written once per
+//! admit tick and served through the CDN (`GET /events/{eventId}/status`). A waiting client
+//! computes its distance (`its number − servingUpTo`) and its ETA from this alone, so the crowd's
+//! waiting costs the origin about one request per cache period, not one per customer.
+
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::clock::rfc3339;
+use crate::domain::wait_policy;
+
+/// How long the CDN (and browsers) may keep a status. Short: the status changes every tick.
+pub const STATUS_MAX_AGE: Duration = Duration::from_secs(2);
+/// A stale status may be served this long while a fresh one is fetched.
+pub const STATUS_STALE_WHILE_REVALIDATE: Duration = Duration::from_secs(5);
+/// ... and this long while the origin fails (a Redis failover): the crowd keeps reading the
+/// last status instead of turning into a stampede of errors.
+pub const STATUS_STALE_IF_ERROR: Duration = Duration::from_secs(60);
+
+/// What the public sees of an event's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PublicState {
+    /// Before opening: joining puts a customer in the pre-queue, drawn at opening.
+    PreQueue,
+    /// Admitting (or about to: the draw runs in the first seconds after opening).
+    Open,
+    /// An operator paused admission; places and the queue stay.
+    Paused,
+    /// Closed by an operator.
+    Closed,
+    /// Every seat is sold.
+    SoldOut,
+}
+
+/// The draw's public part: the commitment always, the seed once the draw is published.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DrawStatus {
+    pub commitment: String,
+    /// Revealed once the draw is published (`GET /events/{eventId}/draw`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<String>,
+    /// How many were in the pre-queue when it closed; absent before opening.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entrants: Option<u64>,
+    /// The published draw's chunk names are this many leading hex digits of an entrant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_length: Option<usize>,
+    pub published: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventStatus {
+    pub event_id: String,
+    pub state: PublicState,
+    pub opens_at: String,
+    /// The highest queue number admitted so far: every number up to it has been called.
+    pub serving_up_to: u64,
+    /// How fast `servingUpTo` advances, numbers per second: measured (leavers included, their
+    /// numbers are passed too) once there is a measurement, the configured admission rate before.
+    pub advance_per_second: f64,
+    pub advance_measured: bool,
+    /// The last queue number handed out.
+    pub last_number: u64,
+    /// Customers waiting with a number (leavers excluded).
+    pub waiting: u64,
+    /// An admitted customer must claim (poll the origin) within this many seconds.
+    pub claim_window_seconds: u64,
+    /// Seats not sold, as last counted (once a minute); absent before the first count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seats_left: Option<u64>,
+    pub draw: DrawStatus,
+    /// Set when the cache lost the event and it was re-loaded: a client holding a ticket issued
+    /// before this time polls once with it, which puts it back at its number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restored_at: Option<String>,
+    pub updated_at: String,
+}
+
+impl EventStatus {
+    /// The client's arithmetic, written once here for the web page, the simulation and tests:
+    /// the seconds until `number` is called, at the status's advance rate.
+    pub fn eta(&self, number: u64) -> Duration {
+        let distance = number.saturating_sub(self.serving_up_to);
+        wait_policy::eta_for_distance(distance, self.advance_per_second)
+    }
+
+    /// When to read the status again, for a client holding `number`.
+    pub fn next_read(&self, number: u64, now: SystemTime) -> Duration {
+        match self.state {
+            PublicState::PreQueue => wait_policy::next_status_read(
+                crate::domain::clock::parse_rfc3339(&self.opens_at)
+                    .and_then(|opens| opens.duration_since(now).ok())
+                    .unwrap_or_default(),
+            ),
+            _ => wait_policy::next_status_read(self.eta(number)),
+        }
+    }
+
+    /// The `Cache-Control` of a status answer.
+    pub fn cache_control() -> String {
+        format!(
+            "public, max-age={}, stale-while-revalidate={}, stale-if-error={}",
+            STATUS_MAX_AGE.as_secs(),
+            STATUS_STALE_WHILE_REVALIDATE.as_secs(),
+            STATUS_STALE_IF_ERROR.as_secs()
+        )
+    }
+}
+
+/// What the admit tick read about the event, from which the status is made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusInputs {
+    pub state: crate::domain::event_settings::QueueState,
+    pub closed_reason: Option<String>,
+    pub opens_at: SystemTime,
+    pub serving: u64,
+    pub measured_advance: Option<f64>,
+    pub configured_rate: u32,
+    pub last_number: u64,
+    pub waiting: u64,
+    pub claim_window: Duration,
+    pub seats_left: Option<u64>,
+    pub commitment: String,
+    /// Set once the pre-queue closed.
+    pub entrants: Option<u64>,
+    /// The revealed seed, once the draw is published.
+    pub revealed_seed: Option<String>,
+    /// When the event was re-loaded after a cache loss, if it was.
+    pub restored_at: Option<SystemTime>,
+}
+
+impl StatusInputs {
+    /// A closed event's status from its durable record alone: nothing ticks a closed event, so
+    /// after a cache loss this is what its status route answers (nothing in it moves any more).
+    pub fn closed_from_record(
+        record: &crate::application::ports::event_records::EventRecord,
+    ) -> Self {
+        let cursor = &record.cursor;
+        let drawn = cursor.drawn && cursor.entrants.unwrap_or(0) > 0;
+        Self {
+            state: crate::domain::event_settings::QueueState::Closed,
+            closed_reason: record.closed_reason.clone(),
+            opens_at: record.settings.opens_at,
+            serving: cursor.serving,
+            measured_advance: None,
+            configured_rate: record.settings.admit_per_second,
+            last_number: cursor.next_number,
+            waiting: 0,
+            claim_window: record.settings.claim_window,
+            seats_left: None,
+            commitment: record.seed.commitment(),
+            entrants: cursor.entrants,
+            revealed_seed: drawn.then(|| record.seed.reveal().to_owned()),
+            restored_at: None,
+        }
+    }
+
+    pub fn status(&self, event: &str, now: SystemTime) -> EventStatus {
+        use crate::domain::event_settings::QueueState;
+        let state = match self.state {
+            QueueState::Closed if self.closed_reason.as_deref() == Some("sold_out") => {
+                PublicState::SoldOut
+            }
+            QueueState::Closed => PublicState::Closed,
+            QueueState::Paused => PublicState::Paused,
+            QueueState::Open if now < self.opens_at => PublicState::PreQueue,
+            QueueState::Open => PublicState::Open,
+        };
+        let published = self.revealed_seed.is_some();
+        EventStatus {
+            event_id: event.to_owned(),
+            state,
+            opens_at: rfc3339(self.opens_at),
+            serving_up_to: self.serving,
+            advance_per_second: self
+                .measured_advance
+                .unwrap_or(f64::from(self.configured_rate)),
+            advance_measured: self.measured_advance.is_some(),
+            last_number: self.last_number,
+            waiting: self.waiting,
+            claim_window_seconds: self.claim_window.as_secs(),
+            seats_left: self.seats_left,
+            draw: DrawStatus {
+                commitment: self.commitment.clone(),
+                seed: self.revealed_seed.clone(),
+                entrants: self.entrants,
+                prefix_length: published
+                    .then(|| crate::domain::draw::prefix_len(self.entrants.unwrap_or_default())),
+                published,
+            },
+            restored_at: self.restored_at.map(rfc3339),
+            updated_at: rfc3339(now),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::event_settings::QueueState;
+
+    fn inputs(now: SystemTime) -> StatusInputs {
+        StatusInputs {
+            state: QueueState::Open,
+            closed_reason: None,
+            opens_at: now - Duration::from_secs(60),
+            serving: 1_200,
+            measured_advance: Some(40.0),
+            configured_rate: 50,
+            last_number: 90_000,
+            waiting: 80_000,
+            claim_window: Duration::from_secs(60),
+            seats_left: Some(3_000),
+            commitment: "c".repeat(64),
+            entrants: Some(5_000),
+            revealed_seed: Some("s".repeat(64)),
+            restored_at: None,
+        }
+    }
+
+    #[test]
+    fn the_state_says_what_a_customer_can_expect() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut given = inputs(now);
+        assert_eq!(given.status("gala", now).state, PublicState::Open);
+        given.opens_at = now + Duration::from_secs(1);
+        assert_eq!(given.status("gala", now).state, PublicState::PreQueue);
+        given.state = QueueState::Paused;
+        assert_eq!(given.status("gala", now).state, PublicState::Paused);
+        given.state = QueueState::Closed;
+        assert_eq!(given.status("gala", now).state, PublicState::Closed);
+        given.closed_reason = Some("sold_out".into());
+        assert_eq!(given.status("gala", now).state, PublicState::SoldOut);
+    }
+
+    #[test]
+    fn a_client_computes_its_eta_and_next_read_from_the_status_alone() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let status = inputs(now).status("gala", now);
+        // 4,000 numbers to go at 40 a second.
+        assert_eq!(status.eta(5_200), Duration::from_secs(100));
+        assert_eq!(status.next_read(5_200, now), Duration::from_secs(10));
+        // Far back: at most every 5 minutes; at the front: every 5 s.
+        assert_eq!(status.next_read(1_000_000, now), Duration::from_secs(300));
+        assert_eq!(status.next_read(1_210, now), Duration::from_secs(5));
+        // Called already.
+        assert_eq!(status.eta(1_000), Duration::ZERO);
+        let json = serde_json::to_value(&status).unwrap();
+        assert_eq!(json["servingUpTo"], 1_200);
+        assert_eq!(json["state"], "open");
+        assert_eq!(json["draw"]["published"], true);
+        assert_eq!(json["draw"]["prefixLength"], 2);
+    }
+
+    #[test]
+    fn the_seed_is_absent_until_published() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut given = inputs(now);
+        given.revealed_seed = None;
+        let json = serde_json::to_value(given.status("gala", now)).unwrap();
+        assert!(json["draw"].get("seed").is_none(), "{json}");
+        assert_eq!(json["draw"]["commitment"], "c".repeat(64));
+    }
+}

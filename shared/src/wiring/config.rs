@@ -1,0 +1,772 @@
+//! Settings a function reads from its environment, once, at cold start: a bad setting stops the
+//! function before it takes a request instead of failing mid-request. Nothing else in Lineup
+//! reads the environment (but [`crate::wiring::logging`], for the log level and format Lambda sets): the
+//! parts below (`AwsSettings`, `TableNames`, `PublisherConfig`) only parse a lookup they are given.
+//!
+//! Each function has its own settings type and reads only what it uses, so each is given only
+//! what it uses: a function that never signs anything is never handed the signing key.
+//!
+//! | function | reads |
+//! |---|---|
+//! | `join` | [`JoinConfig`]: Redis, the signing key, the events table, the optional required JWT claim |
+//! | `poll` | [`PollConfig`]: Redis, the signing key, the events table |
+//! | `status` | [`StatusConfig`]: Redis, the events table |
+//! | `hold` | [`HoldConfig`]: Redis, the signing key, the tables |
+//! | `confirm` | [`ConfirmConfig`]: Redis, the tables, the webhook secret |
+//! | `admit` | [`AdmitConfig`]: Redis, the events table, its tick and run time |
+//! | `expire` | [`ExpireConfig`]: Redis, the tables |
+//! | `outbox-stream` | [`OutboxStreamConfig`]: the ticket queue, how to reach SQS |
+//!
+//! Secrets come from Secrets Manager (`*_SECRET_ARN`) or, locally, as literals (see
+//! [`crate::adapters::secret_source`]).
+
+use std::time::Duration;
+
+use crate::adapters::aws::AwsSettings;
+use crate::adapters::dynamo::{MissingTable, TableNames};
+use crate::adapters::secret_source::KeySource;
+use crate::application::http::origin::{OriginSecret, OriginSecretTooShort};
+use crate::domain::signing::{KeyTooShort, SigningKey};
+use crate::domain::webhook_signature::{SecretTooShort, WebhookSecret};
+
+/// The signing key's variables: the literal (local runs) or its secret's ARN (AWS).
+pub const SIGNING_KEY: &str = "LINEUP_SIGNING_KEY";
+pub const SIGNING_KEY_SECRET_ARN: &str = "LINEUP_SIGNING_KEY_SECRET_ARN";
+/// The webhook secret's variables, likewise.
+pub const WEBHOOK_SECRET: &str = "LINEUP_WEBHOOK_SECRET";
+pub const WEBHOOK_SECRET_SECRET_ARN: &str = "LINEUP_WEBHOOK_SECRET_ARN";
+/// A JWT claim that must be `true` before a customer may join (e.g. `email_verified`).
+pub const REQUIRED_CLAIM: &str = "LINEUP_REQUIRED_CLAIM";
+/// The value CloudFront sends in `X-Lineup-Origin`: literal (local) or its secret's ARN (AWS).
+/// Unset: the function lets every request through (local runs).
+pub const ORIGIN_SECRET: &str = "LINEUP_ORIGIN_SECRET";
+pub const ORIGIN_SECRET_ARN: &str = "LINEUP_ORIGIN_SECRET_ARN";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("environment variable {0} is not set")]
+    Missing(&'static str),
+    #[error("environment variable {name} is not valid: {reason}")]
+    Invalid { name: &'static str, reason: String },
+    #[error("environment variable {name} must be a positive number of milliseconds")]
+    NotMillis {
+        name: &'static str,
+        #[source]
+        source: Option<std::num::ParseIntError>,
+    },
+    #[error("neither {literal} nor {arn} is set (set {arn} in AWS, {literal} only locally)")]
+    NoSecretSource {
+        literal: &'static str,
+        arn: &'static str,
+    },
+    #[error("both {literal} and {arn} are set; set exactly one")]
+    TwoSecretSources {
+        literal: &'static str,
+        arn: &'static str,
+    },
+    #[error("environment variable LINEUP_SIGNING_KEY is not usable")]
+    SigningKey(#[source] KeyTooShort),
+    #[error("environment variable LINEUP_WEBHOOK_SECRET is not usable")]
+    WebhookSecret(#[source] SecretTooShort),
+    #[error("environment variable LINEUP_ORIGIN_SECRET is not usable")]
+    OriginSecret(#[source] OriginSecretTooShort),
+}
+
+impl From<MissingTable> for ConfigError {
+    fn from(MissingTable(name): MissingTable) -> Self {
+        Self::Missing(name)
+    }
+}
+
+/// Where Redis is: `redis://host:port` (or `rediss://` for TLS, as ElastiCache Serverless
+/// requires), the bound on connecting and on each reply, and whether it is a cluster.
+#[derive(Debug, Clone)]
+pub struct RedisSettings {
+    pub url: String,
+    pub timeout: Duration,
+    /// `REDIS_CLUSTER=true`: speak the cluster protocol (ElastiCache Serverless requires it).
+    pub cluster: bool,
+}
+
+impl RedisSettings {
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1_000);
+
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let url = lookup("REDIS_URL")
+            .filter(|v| !v.is_empty())
+            .ok_or(ConfigError::Missing("REDIS_URL"))?;
+        if !(url.starts_with("redis://") || url.starts_with("rediss://"))
+            || redis::Client::open(url.as_str()).is_err()
+        {
+            return Err(ConfigError::Invalid {
+                name: "REDIS_URL",
+                reason: "expected redis://host:port or rediss://host:port".to_owned(),
+            });
+        }
+        let cluster = match lookup("REDIS_CLUSTER").as_deref() {
+            None | Some("") | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    name: "REDIS_CLUSTER",
+                    reason: format!("expected true or false, got {other:?}"),
+                })
+            }
+        };
+        Ok(Self {
+            url,
+            timeout: millis(lookup, "REDIS_TIMEOUT_MS", Self::DEFAULT_TIMEOUT)?,
+            cluster,
+        })
+    }
+}
+
+/// The process environment, as a lookup.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// A positive number of milliseconds, or `default` when unset.
+fn millis(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: Duration,
+) -> Result<Duration, ConfigError> {
+    match lookup(name) {
+        None => Ok(default),
+        Some(raw) => match raw.parse::<u64>() {
+            Ok(0) => Err(ConfigError::NotMillis { name, source: None }),
+            Ok(ms) => Ok(Duration::from_millis(ms)),
+            Err(source) => Err(ConfigError::NotMillis {
+                name,
+                source: Some(source),
+            }),
+        },
+    }
+}
+
+/// The origin secret, if the function is given one (every HTTP function is, in AWS).
+fn origin_secret(
+    lookup: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<KeySource<OriginSecret>>, ConfigError> {
+    let set = |name: &str| lookup(name).is_some_and(|value| !value.is_empty());
+    if !set(ORIGIN_SECRET) && !set(ORIGIN_SECRET_ARN) {
+        return Ok(None);
+    }
+    KeySource::from_lookup(
+        lookup,
+        ORIGIN_SECRET,
+        ORIGIN_SECRET_ARN,
+        ConfigError::OriginSecret,
+    )
+    .map(Some)
+}
+
+fn signing_key(
+    lookup: &impl Fn(&str) -> Option<String>,
+) -> Result<KeySource<SigningKey>, ConfigError> {
+    KeySource::from_lookup(
+        lookup,
+        SIGNING_KEY,
+        SIGNING_KEY_SECRET_ARN,
+        ConfigError::SigningKey,
+    )
+}
+
+/// The DynamoDB tables and how to reach DynamoDB (`hold`, `confirm`, `expire`).
+#[derive(Debug, Clone)]
+pub struct LedgerConfig {
+    pub tables: TableNames,
+    pub aws: AwsSettings,
+}
+
+impl LedgerConfig {
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            tables: TableNames::from_lookup(lookup)?,
+            aws: AwsSettings::from_lookup(lookup)?,
+        })
+    }
+
+    /// The ledger these settings describe.
+    pub fn ledger(&self) -> crate::adapters::dynamo::DynamoLedger {
+        crate::adapters::dynamo::DynamoLedger::new(
+            crate::adapters::aws::dynamodb(&self.aws),
+            self.tables.clone(),
+        )
+    }
+}
+
+/// `poll` (and the queue side of `join` and `hold`): Redis and the signing key.
+#[derive(Debug, Clone)]
+pub struct QueueFunctionConfig {
+    pub redis: RedisSettings,
+    /// Derives queue ids and signs access tokens.
+    pub signing_key: KeySource<SigningKey>,
+}
+
+impl QueueFunctionConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            redis: RedisSettings::from_lookup(lookup)?,
+            signing_key: signing_key(lookup)?,
+        })
+    }
+}
+
+/// The events table (`EVENTS_TABLE`): events' durable settings, cursors, audit and draws.
+#[derive(Debug, Clone)]
+pub struct EventsTableConfig {
+    pub table: String,
+    pub aws: AwsSettings,
+}
+
+impl EventsTableConfig {
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            table: lookup("EVENTS_TABLE")
+                .filter(|name| !name.is_empty())
+                .ok_or(ConfigError::Missing("EVENTS_TABLE"))?,
+            aws: AwsSettings::from_lookup(lookup)?,
+        })
+    }
+
+    /// The events table's adapter.
+    pub fn records(&self) -> crate::adapters::dynamo::event_records::DynamoEventRecords {
+        crate::adapters::dynamo::event_records::DynamoEventRecords::new(
+            crate::adapters::aws::dynamodb(&self.aws),
+            self.table.clone(),
+        )
+    }
+}
+
+/// `poll`: Redis, the signing key, and the events table (to restore after a cache loss).
+#[derive(Debug, Clone)]
+pub struct PollConfig {
+    pub queue: QueueFunctionConfig,
+    pub events: EventsTableConfig,
+    pub origin: Option<KeySource<OriginSecret>>,
+}
+
+impl PollConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            queue: QueueFunctionConfig::from_lookup(lookup)?,
+            events: EventsTableConfig::from_lookup(lookup)?,
+            origin: origin_secret(lookup)?,
+        })
+    }
+}
+
+/// `status`: Redis (the published status) and the events table (the published draw). No key or
+/// webhook secret; only the origin secret, like every HTTP function.
+#[derive(Debug, Clone)]
+pub struct StatusConfig {
+    pub redis: RedisSettings,
+    pub events: EventsTableConfig,
+    pub origin: Option<KeySource<OriginSecret>>,
+}
+
+impl StatusConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            redis: RedisSettings::from_lookup(lookup)?,
+            events: EventsTableConfig::from_lookup(lookup)?,
+            origin: origin_secret(lookup)?,
+        })
+    }
+}
+
+/// `join`: Redis, the signing key, the events table, and the JWT claim a customer must have
+/// before joining.
+#[derive(Debug, Clone)]
+pub struct JoinConfig {
+    pub queue: QueueFunctionConfig,
+    pub events: EventsTableConfig,
+    pub origin: Option<KeySource<OriginSecret>>,
+    /// `LINEUP_REQUIRED_CLAIM`: a claim of the caller's JWT that must be `"true"` (e.g.
+    /// `email_verified`); unset or empty: none.
+    pub required_claim: Option<String>,
+}
+
+impl JoinConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let required_claim = lookup(REQUIRED_CLAIM).filter(|claim| !claim.is_empty());
+        if let Some(claim) = &required_claim {
+            // Claim names are short identifiers or URIs (`email_verified`, `custom:verified`,
+            // `https://example.com/verified`); whitespace or control characters are a typo.
+            if claim.len() > 256 || claim.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(ConfigError::Invalid {
+                    name: REQUIRED_CLAIM,
+                    reason: "expected a JWT claim name".to_owned(),
+                });
+            }
+        }
+        Ok(Self {
+            queue: QueueFunctionConfig::from_lookup(lookup)?,
+            events: EventsTableConfig::from_lookup(lookup)?,
+            origin: origin_secret(lookup)?,
+            required_claim,
+        })
+    }
+}
+
+/// `hold`: Redis, the signing key (to check access tokens) and the tables.
+#[derive(Debug, Clone)]
+pub struct HoldConfig {
+    pub queue: QueueFunctionConfig,
+    pub ledger: LedgerConfig,
+    /// Where the seat layouts are stored.
+    pub events: EventsTableConfig,
+    pub origin: Option<KeySource<OriginSecret>>,
+}
+
+impl HoldConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            queue: QueueFunctionConfig::from_lookup(lookup)?,
+            ledger: LedgerConfig::from_lookup(lookup)?,
+            events: EventsTableConfig::from_lookup(lookup)?,
+            origin: origin_secret(lookup)?,
+        })
+    }
+}
+
+/// `confirm`: Redis (to end a payer's admission), the tables and the webhook secret.
+#[derive(Debug, Clone)]
+pub struct ConfirmConfig {
+    pub redis: RedisSettings,
+    pub ledger: LedgerConfig,
+    /// Shared with the payment provider: verifies its webhooks.
+    pub webhook_secret: KeySource<WebhookSecret>,
+    pub origin: Option<KeySource<OriginSecret>>,
+}
+
+impl ConfirmConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            redis: RedisSettings::from_lookup(lookup)?,
+            ledger: LedgerConfig::from_lookup(lookup)?,
+            webhook_secret: KeySource::from_lookup(
+                lookup,
+                WEBHOOK_SECRET,
+                WEBHOOK_SECRET_SECRET_ARN,
+                ConfigError::WebhookSecret,
+            )?,
+            origin: origin_secret(lookup)?,
+        })
+    }
+}
+
+/// `admit`: Redis, the events table (cursors, restores, the draw) and its pace, one tick per
+/// `tick`, for `run` per invocation. No secret.
+#[derive(Debug, Clone)]
+pub struct AdmitConfig {
+    pub redis: RedisSettings,
+    pub events: EventsTableConfig,
+    /// The seats table, read (by key) only to rebuild a lost availability projection.
+    pub ledger: LedgerConfig,
+    pub tick: Duration,
+    pub run: Duration,
+}
+
+impl AdmitConfig {
+    pub const DEFAULT_TICK: Duration = Duration::from_millis(1_000);
+    pub const DEFAULT_RUN: Duration = Duration::from_secs(55);
+
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            redis: RedisSettings::from_lookup(lookup)?,
+            events: EventsTableConfig::from_lookup(lookup)?,
+            ledger: LedgerConfig::from_lookup(lookup)?,
+            tick: millis(lookup, "ADMIT_TICK_MS", Self::DEFAULT_TICK)?,
+            run: millis(lookup, "ADMIT_RUN_MS", Self::DEFAULT_RUN)?,
+        })
+    }
+}
+
+/// `expire`: Redis (to close sold-out queues) and the tables.
+#[derive(Debug, Clone)]
+pub struct ExpireConfig {
+    pub redis: RedisSettings,
+    pub ledger: LedgerConfig,
+}
+
+impl ExpireConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            redis: RedisSettings::from_lookup(lookup)?,
+            ledger: LedgerConfig::from_lookup(lookup)?,
+        })
+    }
+}
+
+/// `outbox-stream`: the ticket queue and how to reach SQS (`AWS_ENDPOINT_URL` points it at moto
+/// or LocalStack).
+#[derive(Debug, Clone)]
+pub struct OutboxStreamConfig {
+    pub publisher: crate::adapters::sqs::PublisherConfig,
+    pub aws: AwsSettings,
+}
+
+impl OutboxStreamConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            publisher: crate::adapters::sqs::PublisherConfig::from_lookup(lookup)?,
+            aws: AwsSettings::from_lookup(lookup)?,
+        })
+    }
+}
+
+/// `availability`: Redis, where the seats table's stream is projected.
+#[derive(Debug, Clone)]
+pub struct AvailabilityConfig {
+    pub redis: RedisSettings,
+}
+
+impl AvailabilityConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            redis: RedisSettings::from_lookup(lookup)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    const KEY: &str = "0123456789abcdef0123456789abcdef";
+    const ARN: &str = "arn:aws:secretsmanager:us-east-1:123456789012:secret:lineup-signing-Ab12Cd";
+    const AWS: [(&str, &str); 3] = [
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+    ];
+    const TABLES: [(&str, &str); 3] = [
+        ("SEATS_TABLE", "seats"),
+        ("ORDERS_TABLE", "orders"),
+        ("OUTBOX_TABLE", "outbox"),
+    ];
+    /// The events table and how to reach DynamoDB: what join, poll, status and admit add.
+    const EVENTS: [(&str, &str); 4] = [
+        ("EVENTS_TABLE", "events"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+    ];
+
+    fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| vars.get(name).cloned()
+    }
+
+    fn with(
+        base: &[(&'static str, &'static str)],
+        more: &[(&'static str, &'static str)],
+    ) -> Vec<(&'static str, &'static str)> {
+        base.iter().chain(more).copied().collect()
+    }
+
+    #[test]
+    fn minimal_settings_take_defaults() {
+        let config = AdmitConfig::from_lookup(&lookup(
+            &with(&EVENTS, &[("REDIS_URL", "redis://127.0.0.1:6379")])
+                .into_iter()
+                .chain(AWS)
+                .chain(TABLES)
+                .collect::<Vec<_>>(),
+        ))
+        .expect("admit needs no secret");
+        assert_eq!(config.events.table, "events");
+        assert_eq!(config.tick, AdmitConfig::DEFAULT_TICK);
+        assert_eq!(config.run, AdmitConfig::DEFAULT_RUN);
+        assert_eq!(config.redis.timeout, RedisSettings::DEFAULT_TIMEOUT);
+        let join = JoinConfig::from_lookup(&lookup(&with(
+            &EVENTS,
+            &[
+                ("REDIS_URL", "redis://127.0.0.1:6379"),
+                (SIGNING_KEY, KEY),
+                (REQUIRED_CLAIM, ""),
+            ],
+        )))
+        .unwrap();
+        assert_eq!(join.required_claim, None, "empty means none");
+        assert!(matches!(join.queue.signing_key, KeySource::Literal(_)));
+    }
+
+    #[tokio::test]
+    async fn tls_redis_urls_are_accepted() {
+        // ElastiCache Serverless only speaks TLS: the redis client must be built with it.
+        let config = QueueFunctionConfig::from_lookup(&lookup(&[
+            ("REDIS_URL", "rediss://cache.example.com:6379"),
+            (SIGNING_KEY, KEY),
+        ]))
+        .unwrap();
+        assert!(crate::adapters::redis::queue::RedisQueue::open(&config.redis).is_ok());
+    }
+
+    #[test]
+    fn each_function_reads_what_it_uses() {
+        let redis = [("REDIS_URL", "redis://x")];
+        let join = JoinConfig::from_lookup(&lookup(
+            &with(
+                &redis,
+                &[
+                    (SIGNING_KEY_SECRET_ARN, ARN),
+                    (REQUIRED_CLAIM, "email_verified"),
+                ],
+            )
+            .into_iter()
+            .chain(EVENTS)
+            .collect::<Vec<_>>(),
+        ))
+        .unwrap();
+        assert_eq!(join.required_claim.as_deref(), Some("email_verified"));
+        match join.queue.signing_key {
+            KeySource::SecretsManager(secret) => assert_eq!(secret.secret_id, ARN),
+            KeySource::Literal(_) => panic!("the ARN was set"),
+        }
+
+        // The queue functions that restore after a cache loss need the events table.
+        let poll = |more: &[(&'static str, &'static str)]| {
+            PollConfig::from_lookup(&lookup(&with(&with(&redis, &[(SIGNING_KEY, KEY)]), more)))
+        };
+        assert!(matches!(
+            poll(&AWS),
+            Err(ConfigError::Missing("EVENTS_TABLE"))
+        ));
+        assert_eq!(poll(&EVENTS).unwrap().events.table, "events");
+        assert!(matches!(
+            StatusConfig::from_lookup(&lookup(&redis)),
+            Err(ConfigError::Missing("EVENTS_TABLE"))
+        ));
+        assert!(StatusConfig::from_lookup(&lookup(&with(&redis, &EVENTS))).is_ok());
+        // The origin secret is optional (local runs), but when named it must be usable.
+        let status = |more: &[(&'static str, &'static str)]| {
+            StatusConfig::from_lookup(&lookup(&with(&with(&redis, &EVENTS), more)))
+        };
+        assert!(status(&[]).unwrap().origin.is_none());
+        assert!(matches!(
+            status(&[(ORIGIN_SECRET_ARN, ARN)]).unwrap().origin,
+            Some(KeySource::SecretsManager(_))
+        ));
+        assert!(matches!(
+            status(&[(ORIGIN_SECRET, "short")]),
+            Err(ConfigError::OriginSecret(_))
+        ));
+        assert!(matches!(
+            status(&[(ORIGIN_SECRET, KEY), (ORIGIN_SECRET_ARN, ARN)]),
+            Err(ConfigError::TwoSecretSources { .. })
+        ));
+
+        let confirm = ConfirmConfig::from_lookup(&lookup(
+            &with(&redis, &[(WEBHOOK_SECRET, KEY)])
+                .into_iter()
+                .chain(AWS)
+                .chain(TABLES)
+                .collect::<Vec<_>>(),
+        ))
+        .expect("confirm needs no signing key");
+        assert_eq!(confirm.ledger.tables.orders, "orders");
+
+        let hold = HoldConfig::from_lookup(&lookup(
+            &with(&redis, &[(SIGNING_KEY, KEY)])
+                .into_iter()
+                .chain(AWS)
+                .chain(TABLES)
+                .chain(EVENTS)
+                .collect::<Vec<_>>(),
+        ))
+        .expect("hold needs no webhook secret");
+        assert_eq!(hold.ledger.tables.seats, "seats");
+        assert_eq!(hold.events.table, "events");
+        assert!(
+            AvailabilityConfig::from_lookup(&lookup(&redis)).is_ok(),
+            "availability needs Redis only"
+        );
+
+        assert!(ExpireConfig::from_lookup(&lookup(
+            &redis
+                .into_iter()
+                .chain(AWS)
+                .chain(TABLES)
+                .collect::<Vec<_>>()
+        ))
+        .is_ok());
+    }
+
+    #[test]
+    fn bad_settings_fail_at_start() {
+        let queue = |vars: &[(&'static str, &'static str)]| {
+            QueueFunctionConfig::from_lookup(&lookup(&with(&AWS, vars)))
+        };
+        assert!(matches!(
+            queue(&[(SIGNING_KEY, KEY)]),
+            Err(ConfigError::Missing("REDIS_URL"))
+        ));
+        assert!(matches!(
+            queue(&[("REDIS_URL", "http://x"), (SIGNING_KEY, KEY)]),
+            Err(ConfigError::Invalid {
+                name: "REDIS_URL",
+                ..
+            })
+        ));
+        assert!(matches!(
+            queue(&[("REDIS_URL", "redis://x"), (SIGNING_KEY, "short")]),
+            Err(ConfigError::SigningKey(_))
+        ));
+        assert!(matches!(
+            queue(&[("REDIS_URL", "redis://x")]),
+            Err(ConfigError::NoSecretSource {
+                literal: SIGNING_KEY,
+                arn: SIGNING_KEY_SECRET_ARN
+            })
+        ));
+        assert!(matches!(
+            queue(&[
+                ("REDIS_URL", "redis://x"),
+                (SIGNING_KEY, KEY),
+                (SIGNING_KEY_SECRET_ARN, ARN)
+            ]),
+            Err(ConfigError::TwoSecretSources { .. })
+        ));
+        assert!(matches!(
+            queue(&[("REDIS_URL", "redis://x"), (SIGNING_KEY_SECRET_ARN, " x ")]),
+            Err(ConfigError::Invalid {
+                name: SIGNING_KEY_SECRET_ARN,
+                ..
+            })
+        ));
+        // The ARN needs the AWS settings to reach Secrets Manager.
+        assert!(matches!(
+            QueueFunctionConfig::from_lookup(&lookup(&[
+                ("REDIS_URL", "redis://x"),
+                (SIGNING_KEY_SECRET_ARN, ARN)
+            ])),
+            Err(ConfigError::Missing("AWS_REGION"))
+        ));
+        assert!(matches!(
+            JoinConfig::from_lookup(&lookup(&with(
+                &EVENTS,
+                &[
+                    ("REDIS_URL", "redis://x"),
+                    (SIGNING_KEY, KEY),
+                    (REQUIRED_CLAIM, "email verified")
+                ]
+            ))),
+            Err(ConfigError::Invalid {
+                name: REQUIRED_CLAIM,
+                ..
+            })
+        ));
+        assert!(matches!(
+            AdmitConfig::from_lookup(&lookup(&with(
+                &[EVENTS.as_slice(), TABLES.as_slice(), AWS.as_slice()].concat(),
+                &[("REDIS_URL", "redis://x"), ("ADMIT_TICK_MS", "0")]
+            ))),
+            Err(ConfigError::NotMillis {
+                name: "ADMIT_TICK_MS",
+                ..
+            })
+        ));
+        assert!(matches!(
+            AdmitConfig::from_lookup(&lookup(&with(
+                &[EVENTS.as_slice(), TABLES.as_slice(), AWS.as_slice()].concat(),
+                &[("REDIS_URL", "redis://x"), ("ADMIT_RUN_MS", "soon")]
+            ))),
+            Err(ConfigError::NotMillis {
+                name: "ADMIT_RUN_MS",
+                source: Some(_)
+            })
+        ));
+        let confirm = |vars: &[(&'static str, &'static str)]| {
+            ConfirmConfig::from_lookup(&lookup(
+                &with(&AWS, &[("REDIS_URL", "redis://x")])
+                    .into_iter()
+                    .chain(TABLES)
+                    .chain(vars.iter().copied())
+                    .collect::<Vec<_>>(),
+            ))
+        };
+        assert!(matches!(
+            confirm(&[(WEBHOOK_SECRET, "short")]),
+            Err(ConfigError::WebhookSecret(_))
+        ));
+        assert!(matches!(
+            confirm(&[(WEBHOOK_SECRET, KEY), (WEBHOOK_SECRET_SECRET_ARN, ARN)]),
+            Err(ConfigError::TwoSecretSources { .. })
+        ));
+        assert!(matches!(
+            confirm(&[(SIGNING_KEY, KEY)]),
+            Err(ConfigError::NoSecretSource {
+                literal: WEBHOOK_SECRET,
+                ..
+            })
+        ));
+        assert!(matches!(
+            ExpireConfig::from_lookup(&lookup(&with(&AWS, &[("REDIS_URL", "redis://x")]))),
+            Err(ConfigError::Missing("SEATS_TABLE"))
+        ));
+    }
+
+    #[test]
+    fn secrets_are_never_printed() {
+        let config = JoinConfig::from_lookup(&lookup(&with(
+            &EVENTS,
+            &[("REDIS_URL", "redis://x"), (SIGNING_KEY, KEY)],
+        )))
+        .unwrap();
+        assert!(!format!("{config:?}").contains(KEY));
+    }
+}
