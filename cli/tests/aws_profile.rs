@@ -9,13 +9,13 @@ use std::path::PathBuf;
 use std::process::Output;
 use std::time::{Duration, SystemTime};
 
-use lineup::aws::AwsSettings;
-use lineup::event_records::dynamo::DynamoEventRecords;
-use lineup::ids::{EventId, SeatId};
-use lineup::ledger::dynamo::tables::create_tables;
-use lineup::ledger::dynamo::{DynamoLedger, TableNames};
-use lineup::ledger::NewSeat;
-use lineup::queue::redis::RedisQueue;
+use lineup::adapters::aws::AwsSettings;
+use lineup::adapters::dynamo::event_records::DynamoEventRecords;
+use lineup::adapters::dynamo::tables::create_tables;
+use lineup::adapters::dynamo::{DynamoLedger, TableNames};
+use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::ports::ledger::NewSeat;
+use lineup::domain::ids::{EventId, SeatId};
 use lineup_cli::event_admin::{self, SettingsChange};
 
 fn required(name: &str) -> String {
@@ -47,7 +47,7 @@ impl Stage {
             orders: format!("cli-profile-{id}-orders"),
             outbox: format!("cli-profile-{id}-outbox"),
         };
-        let dynamodb = lineup::aws::dynamodb(&AwsSettings::local(&endpoint_url));
+        let dynamodb = lineup::adapters::aws::dynamodb(&AwsSettings::local(&endpoint_url));
         create_tables(&dynamodb, &tables).await.expect("tables");
         let events_table = format!("cli-profile-{id}-events");
         let records = DynamoEventRecords::new(dynamodb.clone(), events_table.clone());
@@ -64,7 +64,7 @@ impl Stage {
             .collect();
         let now = SystemTime::now();
         let queue = RedisQueue::new(&redis_url, Duration::from_secs(2)).expect("redis");
-        let layout = lineup::layout::SeatLayout::from_seats(&seats).expect("layout");
+        let layout = lineup::domain::layout::SeatLayout::from_seats(&seats).expect("layout");
         event_admin::seed(&ledger, &records, &queue, &event, &layout, now)
             .await
             .expect("seed");
