@@ -150,7 +150,8 @@ grep "Lineup is running" target/e2e/dev.log
 # Into a file first: `curl | grep -q` fails under pipefail when grep stops reading early.
 curl -fsS "http://127.0.0.1:$API_PORT/" -o target/e2e/index.html
 grep -q "<title>" target/e2e/index.html || { echo "error: the page did not load" >&2; exit 1; }
-curl -fsS "http://127.0.0.1:$API_PORT/app.js" >/dev/null
+expect_asset /app.js text/javascript
+expect_asset /queue.js text/javascript  # one of the modules app.js imports
 echo "==> the waiting-room page loads"
 
 echo "==> browser test (headless Chromium): join to issued ticket; a second customer refused a held seat; best available on $BIG_SEATS seats; the pre-queue"
@@ -172,13 +173,17 @@ curl -fsS "http://127.0.0.1:$API_PORT/" -o target/e2e/index-copied.html
 grep -q "<title>Lineup waiting room</title>" target/e2e/index-copied.html \
   || { echo "error: the copied binary did not serve the page" >&2; exit 1; }
 expect_asset / text/html
-expect_asset /app.js text/javascript
 expect_asset /style.css text/css
-curl -fsS "http://127.0.0.1:$API_PORT/app.js" | cmp -s - web/app.js \
-  || { echo "error: the copied binary's app.js is not web/app.js" >&2; exit 1; }
+# The entry module (app.js) and every module it imports (native ES modules, loaded by relative
+# URL): a browser runs a module only if it comes as JavaScript, and each must be web/'s own.
+for module in web/*.js; do
+  expect_asset "/${module#web/}" text/javascript
+  curl -fsS "http://127.0.0.1:$API_PORT/${module#web/}" | cmp -s - "$module" \
+    || { echo "error: the copied binary's /${module#web/} is not $module" >&2; exit 1; }
+done
 [ -z "$(ls -A "$ELSEWHERE")" ] && [ "$(ls -A "$ALONE")" = lineup ] \
   || { echo "error: lineup dev wrote into its working or its own directory" >&2; exit 1; }
-echo "==> the copied binary serves the page (HTML, JS and CSS with their content types)"
+echo "==> the copied binary serves the page (HTML, CSS, and its $(ls web/*.js | wc -l) JavaScript modules as web/ has them, each with its content type)"
 stop_dev
 
 echo "==> lineup simulate --users $SIM_USERS --seats $SIM_SEATS (dev server with 20 s holds, sweep every 2 s)"
