@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use http::StatusCode;
 use lineup::adapters::redis::queue::RedisQueue;
 use lineup::application::admit::AdmissionLoop;
-use lineup::application::error::LineupError;
+use lineup::application::error::{LineupError, Store};
 use lineup::application::ports::queue::EventSettingsStore;
 use lineup::application::queue_api::QueueApi;
 use lineup::application::{join, poll};
@@ -311,7 +311,13 @@ async fn with_redis_down_join_and_poll_answer_503_with_retry_after_and_recover()
         .await
         .expect("admit loop gave up");
     assert!(
-        matches!(outcome, Err(LineupError::QueueUnavailable(_))),
+        matches!(
+            outcome,
+            Err(LineupError::Unavailable {
+                store: Store::Queue,
+                ..
+            })
+        ),
         "{outcome:?}"
     );
 

@@ -342,18 +342,8 @@ async fn a_flush_before_opening_keeps_the_pre_queue_and_its_draw() {
 fn public_api_on(
     queue: &Arc<RedisQueue>,
     records: &Arc<lineup::adapters::dynamo::event_records::DynamoEventRecords>,
-) -> lineup::application::status::PublicApi {
-    lineup::application::status::PublicApi {
-        seats: Arc::new(queue.availability_board()),
-        board: queue.clone(),
-        draw: records.clone(),
-        layouts: records.clone(),
-        layout_documents: Arc::default(),
-        events: Arc::new(lineup::application::known_events::KnownEvents::new(
-            records.clone(),
-            records.clone(),
-        )),
-    }
+) -> lineup::application::status::StatusApi {
+    lineup::wiring::backends::Queue::new(queue.clone(), records.clone()).status_api()
 }
 
 fn public_request(route_key: &str, event: &lineup::domain::ids::EventId) -> lambda_http::Request {
@@ -867,7 +857,7 @@ async fn a_cluster_node_replaced_by_an_empty_one_loses_no_number_and_no_call() {
     logs();
     let mut cluster = lineup_tests::redis_server::RedisCluster::start();
     let queue = Arc::new(
-        RedisQueue::open(&lineup::wiring::config::RedisSettings {
+        RedisQueue::open(&lineup::adapters::redis::connection::RedisSettings {
             url: cluster.url(),
             timeout: Duration::from_secs(2),
             cluster: true,

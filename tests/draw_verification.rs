@@ -11,7 +11,7 @@ use lambda_http::Body;
 use lineup::adapters::redis::keys::EventKeys;
 use lineup::application::ports::event_records::DrawPublication;
 use lineup::application::status;
-use lineup::application::status::PublicApi;
+use lineup::application::status::StatusApi;
 use lineup::domain::draw;
 use lineup::domain::draw::{DrawChunk, DrawMismatch, DrawSeed, DrawSummary};
 use lineup::domain::event_settings::QueueState;
@@ -95,7 +95,7 @@ async fn write_status(event: &EventId, seed: &DrawSeed, now: SystemTime) {
 /// Serves `GET /events/{eventId}/status|draw|draw/{prefix}` on a free local port through
 /// `status::handle`, one request per connection, until the test's runtime ends. Returns the base
 /// URL.
-async fn serve_public_routes(api: PublicApi) -> String {
+async fn serve_public_routes(api: StatusApi) -> String {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind a local port");
@@ -110,7 +110,7 @@ async fn serve_public_routes(api: PublicApi) -> String {
     format!("http://{address}")
 }
 
-async fn answer(api: &PublicApi, mut connection: TcpStream) {
+async fn answer(api: &StatusApi, mut connection: TcpStream) {
     let mut head = Vec::new();
     let mut buffer = [0u8; 1024];
     while !head.windows(4).any(|window| window == b"\r\n\r\n") {

@@ -371,12 +371,12 @@ async fn a_price_change_is_never_charged_at_the_old_price() {
 
     // An operator re-seeds the event with the Balcony (A-001's section) at 15,000, behind
     // the instance's back: a new layout version.
-    let repriced: Vec<lineup::application::ports::ledger::NewSeat> = sale
+    let repriced: Vec<lineup::domain::seat::NewSeat> = sale
         .layout
         .as_ref()
         .unwrap()
         .seats()
-        .map(|(_, seat)| lineup::application::ports::ledger::NewSeat {
+        .map(|(_, seat)| lineup::domain::seat::NewSeat {
             price: if seat.section == "Balcony" {
                 15_000
             } else {

@@ -62,7 +62,7 @@ async fn the_sample_http_events_walk_through_join_poll_admission_and_leave() {
     assert_eq!(joined["position"], 3);
     assert_eq!(joined["number"], 4);
     let poll_sample = sample("poll.json");
-    let keys: lineup::domain::signing::SigningKeys = signing_key().into();
+    let keys: lineup::application::rotating::SigningKeys = signing_key().into();
     let sample_ticket = lineup::domain::ids::QueueId::parse(
         poll_sample["pathParameters"]["queueId"].as_str().unwrap(),
     )
@@ -210,7 +210,7 @@ async fn admit(
         publication: records.as_ref(),
         restorer: &restorer,
     };
-    admit_for_invocation(ports, &SystemClock, config, invocation).await
+    admit_for_invocation(ports, &SystemClock, config.run, config.tick, invocation).await
 }
 
 fn invocation(file: &str, deadline_in: Duration) -> LambdaEvent<serde_json::Value> {

@@ -3,11 +3,11 @@
 //! and that each command changes exactly what it names.
 
 use lineup::application::error::LineupError;
-use lineup::application::ports::ledger::NewSeat;
 use lineup::application::ports::queue::{EventSettingsStore, WaitingLine};
 use lineup::domain::clock::Clock;
 use lineup::domain::event_settings::QueueState;
 use lineup::domain::layout::SeatLayout;
+use lineup::domain::seat::NewSeat;
 use lineup_cli::event_admin::{self, AdminError, SettingsChange};
 use lineup_tests::customer;
 use lineup_tests::on_sale::{seat, OnSale, CURRENCY};

@@ -4,7 +4,6 @@
 //! events of the wrong kind. What matters: every outbox item reaches the queue exactly once, a
 //! failure never lets a later record be checkpointed, and a retry loses nothing.
 
-use std::borrow::Borrow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,7 +16,7 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use lambda_runtime::{Context, Diagnostic, LambdaEvent};
 use lineup::adapters::sqs::{PublisherConfig, SqsPublisher};
-use lineup::application::error::LineupError;
+use lineup::application::error::{LineupError, Store};
 use lineup::application::outbox_stream::{handle, BatchItemFailure, StreamBatchResponse};
 use lineup::application::ports::outbox::{OutboxEvent, OutboxEventKind, TicketPublisher};
 use lineup::wiring::config::ConfigError;
@@ -249,7 +248,10 @@ impl TicketPublisher for Flaky<'_> {
                     .message("Rate exceeded")
                     .build(),
             );
-            return Err(LineupError::PublishFailed(throttled.into()));
+            return Err(LineupError::Unavailable {
+                store: Store::TicketQueue,
+                source: Box::new(throttled),
+            });
         }
         self.inner.publish(event).await
     }
@@ -455,11 +457,15 @@ async fn a_queue_that_does_not_exist_is_publish_failed_with_the_sdk_error_kept()
         .publish(&outbox_events(1)[0])
         .await
         .expect_err("no such queue");
-    let LineupError::PublishFailed(sdk_error) = &error else {
-        panic!("expected PublishFailed, got {error:?}");
+    let LineupError::Unavailable {
+        store: Store::TicketQueue,
+        source,
+    } = &error
+    else {
+        panic!("expected the ticket queue unavailable, got {error:?}");
     };
-    // `borrow` reaches the SDK error whether the variant holds it boxed or not.
-    let sdk_error: &aws_sdk_sqs::Error = sdk_error.borrow();
+    // The adapter keeps the SDK's error whole, behind the application's boxed source.
+    let sdk_error: &aws_sdk_sqs::Error = source.downcast_ref().expect("the SDK's error");
     assert!(
         matches!(sdk_error, aws_sdk_sqs::Error::QueueDoesNotExist(_)),
         "{sdk_error:?}"
@@ -591,12 +597,12 @@ impl TicketPublisher for FailsAtFirst {
             let mut failures = self.failures.lock().unwrap();
             if *failures > 0 {
                 *failures -= 1;
-                return Err(LineupError::PublishFailed(
-                    aws_sdk_sqs::Error::RequestThrottled(
+                return Err(LineupError::Unavailable {
+                    store: Store::TicketQueue,
+                    source: Box::new(aws_sdk_sqs::Error::RequestThrottled(
                         aws_sdk_sqs::types::error::RequestThrottled::builder().build(),
-                    )
-                    .into(),
-                ));
+                    )),
+                });
             }
         }
         self.published.lock().unwrap().push(event.outbox_id.clone());

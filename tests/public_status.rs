@@ -12,31 +12,20 @@ use lineup::adapters::redis::queue::RedisQueue;
 use lineup::application::http::origin::{OriginGuard, OriginSecret};
 use lineup::application::join;
 use lineup::application::ports::queue::WaitingLine;
-use lineup::application::ports::secrets::{KeyRing, SecretKey};
 use lineup::application::rotating::Rotating;
 use lineup::application::status;
-use lineup::application::status::PublicApi;
+use lineup::application::status::StatusApi;
 use lineup::domain::clock::{Clock, FixedClock};
 use lineup::domain::event_settings::EventSettings;
 use lineup::domain::ids::EventId;
+use lineup::domain::keys::{KeyRing, SecretKey};
 use lineup_cli::event_admin::{EventAdmin, SettingsChange};
 use lineup_tests::redis_server::RedisServer;
 use lineup_tests::*;
 use serde_json::Value;
 
-async fn public_api(queue: Arc<RedisQueue>) -> PublicApi {
-    let records = records().await;
-    PublicApi {
-        seats: Arc::new(queue.availability_board()),
-        board: queue,
-        draw: records.clone(),
-        layouts: records.clone(),
-        layout_documents: Arc::default(),
-        events: Arc::new(lineup::application::known_events::KnownEvents::new(
-            records.clone(),
-            records,
-        )),
-    }
+async fn public_api(queue: Arc<RedisQueue>) -> StatusApi {
+    lineup::wiring::backends::Queue::new(queue, records().await).status_api()
 }
 
 fn status_request(event: &EventId) -> lambda_http::Request {
@@ -339,7 +328,9 @@ async fn a_request_that_skipped_cloudfront_is_refused_before_anything_is_read() 
     let event = open_event(&queue, SystemTime::now()).await;
     let secret =
         OriginSecret::from_secret(b"lineup-local-origin-header-not-a-secret".to_vec()).unwrap();
-    let guard = OriginGuard::load(None).await.unwrap();
+    let guard = lineup::adapters::secret_source::origin_guard(None)
+        .await
+        .unwrap();
     assert!(
         guard.refuse(&status_request(&event)).await.is_none(),
         "no secret: no check"

@@ -132,12 +132,19 @@ async fn an_admitted_customer_gets_a_token_that_only_they_can_use_for_that_event
     );
     let token = admitted["accessToken"].as_str().unwrap().to_owned();
 
-    let key: lineup::domain::signing::SigningKeys = signing_key().into();
+    let key: lineup::application::rotating::SigningKeys = signing_key().into();
     let check = |token: String, event: EventId, caller: CustomerId, now: SystemTime| {
         let (key, queue) = (key.clone(), queue.clone());
         async move {
-            access_token::check_admitted(&key, queue.as_ref(), Some(&token), &event, &caller, now)
-                .await
+            lineup::application::hold::check_admitted(
+                &key,
+                queue.as_ref(),
+                Some(&token),
+                &event,
+                &caller,
+                now,
+            )
+            .await
         }
     };
     let refused = |result: Result<_, LineupError>| match result {
@@ -200,8 +207,15 @@ async fn an_admitted_customer_gets_a_token_that_only_they_can_use_for_that_event
     );
     assert_eq!(
         refused(
-            access_token::check_admitted(&key, queue.as_ref(), None, &event, &alice, clock.now())
-                .await
+            lineup::application::hold::check_admitted(
+                &key,
+                queue.as_ref(),
+                None,
+                &event,
+                &alice,
+                clock.now()
+            )
+            .await
         ),
         TokenRejection::Missing
     );

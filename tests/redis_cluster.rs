@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use lineup::adapters::redis::connection::RedisSettings;
 use lineup::adapters::redis::keys::EventKeys;
 use lineup::adapters::redis::queue::RedisQueue;
 use lineup::application::ports::queue::{
@@ -12,7 +13,6 @@ use lineup::application::ports::queue::{
 };
 use lineup::domain::access_token;
 use lineup::domain::event_settings::EventSettings;
-use lineup::wiring::config::RedisSettings;
 use lineup_tests::*;
 
 fn cluster_queue() -> Arc<RedisQueue> {
@@ -92,7 +92,7 @@ async fn the_whole_queue_cycle_works_on_a_cluster_across_shards() {
         };
         assert_eq!(position, 2);
         let token = access_token::issue(&signing_key(), event, &customer(0), expires_at);
-        access_token::check_admitted(
+        lineup::application::hold::check_admitted(
             &signing_key().into(),
             queue.as_ref(),
             Some(&token),
@@ -106,7 +106,7 @@ async fn the_whole_queue_cycle_works_on_a_cluster_across_shards() {
             .end_admission(event, &customer(0), expires_at)
             .await
             .unwrap());
-        assert!(access_token::check_admitted(
+        assert!(lineup::application::hold::check_admitted(
             &signing_key().into(),
             queue.as_ref(),
             Some(&token),

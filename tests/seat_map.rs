@@ -9,11 +9,12 @@ use futures::future::join_all;
 use http::StatusCode;
 use lineup::adapters::redis::keys::EventKeys;
 use lineup::application::ports::availability::{bit, AvailabilityBoard};
-use lineup::application::ports::ledger::{HoldSweeper, NewSeat, HOLD_DURATION};
+use lineup::application::ports::ledger::{HoldSweeper, HOLD_DURATION};
 use lineup::application::rebuild::{AvailabilityRebuild, RebuildOutcome, SeatStates};
 use lineup::domain::clock::Clock;
 use lineup::domain::ids::{CustomerId, SeatId};
 use lineup::domain::layout::SeatLayout;
+use lineup::domain::seat::NewSeat;
 use lineup_tests::on_sale::OnSale;
 use lineup_tests::*;
 use serde_json::{json, Value};
@@ -478,7 +479,7 @@ async fn the_layout_and_the_seat_map_are_public_cacheable_and_refuse_made_up_ver
     // A thousand made-up versions, and versions of a made-up event, reach neither the table nor
     // the single read real versions wait for: only the current version is ever read.
     let (counted, requests) = counting_records().await;
-    let counted_api = lineup::application::status::PublicApi {
+    let counted_api = lineup::application::status::StatusApi {
         layouts: counted,
         layout_documents: std::sync::Arc::default(),
         ..api.clone()

@@ -8,15 +8,17 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_secretsmanager::primitives::Blob;
-use lineup::adapters::secret_source::{KeySource, SecretRef};
+use lineup::adapters::secret_source::KeySource;
+use lineup::adapters::secrets_manager::SecretRef;
 use lineup::adapters::secrets_manager::SecretsManagerFetcher;
 use lineup::application::ports::secrets::SecretsError;
 use lineup::application::rotating::Rotating;
+use lineup::application::rotating::SigningKeys;
 use lineup::domain::access_token;
 use lineup::domain::access_token::TokenRejection;
 use lineup::domain::ids::{CustomerId, EventId};
-use lineup::domain::signing::{SigningKey, SigningKeys};
-use lineup::domain::webhook_signature::{WebhookSecret, WebhookSecrets};
+use lineup::domain::signing::SigningKey;
+use lineup::domain::webhook_signature::WebhookSecret;
 use lineup_tests::aws::{settings, unique};
 
 const KEY_A: &str = "first-signing-key-0123456789abcdef-aaaa";
@@ -66,7 +68,7 @@ fn key(value: &str) -> SigningKey {
 #[tokio::test]
 async fn a_rotated_signing_key_is_picked_up_and_the_previous_one_still_verifies() {
     let arn = create_secret(KEY_A).await;
-    let keys = SigningKeys::load(source(&arn)).await.expect("load the key");
+    let keys = source(&arn).load().await.expect("load the key");
     assert_eq!(keys.current().id(), key(KEY_A).id());
     assert!(keys.ring().previous().is_none(), "no AWSPREVIOUS yet");
 
@@ -174,7 +176,7 @@ async fn a_missing_or_weak_secret_stops_the_cold_start() {
         unique("absent")
     );
     assert!(matches!(
-        SigningKeys::load(source(&missing)).await,
+        source::<SigningKey>(&missing).load().await,
         Err(SecretsError::Fetch {
             stage: "AWSCURRENT",
             ..
@@ -182,7 +184,7 @@ async fn a_missing_or_weak_secret_stops_the_cold_start() {
     ));
     let weak = create_secret("too-short").await;
     assert!(matches!(
-        SigningKeys::load(source(&weak)).await,
+        source::<SigningKey>(&weak).load().await,
         Err(SecretsError::Unusable { .. })
     ));
 }
@@ -194,7 +196,7 @@ async fn a_webhook_signed_with_the_previous_secret_is_accepted_after_a_rotation(
         "whsec-current-0123456789abcdef01234567890",
     );
     let arn = create_secret(old).await;
-    let secrets = WebhookSecrets::load(source(&arn)).await.expect("load");
+    let secrets = source(&arn).load().await.expect("load");
     let now = SystemTime::now();
     let body = br#"{"orderId":"o","paymentId":"p","amount":1,"currency":"KRW"}"#;
     let by_old = WebhookSecret::new(old).unwrap().sign(now, body);
@@ -226,7 +228,7 @@ async fn a_binary_secret_is_a_key_too() {
         .expect("create a binary secret")
         .arn
         .expect("arn");
-    let keys = SigningKeys::load(source(&arn)).await.expect("load");
+    let keys = source(&arn).load().await.expect("load");
     assert_eq!(
         keys.current().id(),
         SigningKey::new(vec![42u8; 32]).unwrap().id()

@@ -233,7 +233,7 @@ impl EndpointArgs {
     }
 
     pub fn queue(&self) -> Result<RedisQueue, EndpointError> {
-        let settings = lineup::wiring::config::RedisSettings {
+        let settings = lineup::adapters::redis::connection::RedisSettings {
             url: self.redis_url.clone(),
             timeout: Duration::from_secs(2),
             cluster: self.redis_cluster,

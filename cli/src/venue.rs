@@ -1,9 +1,9 @@
 //! A seat layout to seed an event with: sections with their prices, cut into rows of seats with
 //! ids a page can lay out (`FLR-A-07`: section code, row, seat number).
 
-use lineup::application::ports::ledger::NewSeat;
 use lineup::domain::ids::SeatId;
 use lineup::domain::layout::{LayoutError, SeatLayout};
+use lineup::domain::seat::NewSeat;
 
 /// The flags that describe a venue (`lineup dev`, `lineup seed`).
 #[derive(Debug, Clone, clap::Args)]

@@ -14,8 +14,8 @@ use lineup::adapters::dynamo::event_records::DynamoEventRecords;
 use lineup::adapters::dynamo::tables::create_tables;
 use lineup::adapters::dynamo::{DynamoLedger, TableNames};
 use lineup::adapters::redis::queue::RedisQueue;
-use lineup::application::ports::ledger::NewSeat;
 use lineup::domain::ids::{EventId, SeatId};
+use lineup::domain::seat::NewSeat;
 use lineup_cli::event_admin::{self, SettingsChange};
 
 fn required(name: &str) -> String {

@@ -14,7 +14,6 @@ use std::time::Instant;
 
 use lineup::application::ports::availability::{Availability, AvailabilityDocument};
 use lineup::application::status;
-use lineup::application::status::PublicApi;
 use lineup::domain::ids::EventId;
 use lineup::domain::layout::SeatLayout;
 use lineup_cli::venue::{layout, parse_sections, SEATS_PER_ROW};
@@ -110,17 +109,7 @@ async fn reads_for_seat_maps(shoppers: usize, seats: usize) {
     );
     // One `status` instance, as every shopper's read reaching the origin would find it.
     let queue = queue();
-    let api = PublicApi {
-        seats: Arc::new(queue.availability_board()),
-        board: queue,
-        draw: records.clone(),
-        layouts: records.clone(),
-        layout_documents: Arc::default(),
-        events: Arc::new(lineup::application::known_events::KnownEvents::new(
-            records.clone(),
-            records,
-        )),
-    };
+    let api = lineup::wiring::backends::Queue::new(queue, records).status_api();
     let version = sale.layout.as_ref().unwrap().version().to_owned();
     let read = |route_key: &'static str, version: Option<&str>| {
         let mut event = route(

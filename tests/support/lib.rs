@@ -19,7 +19,7 @@ use lambda_http::{Body, Request, Response};
 use lineup::adapters::dynamo::event_records::DynamoEventRecords;
 use lineup::adapters::redis::keys::{EventKeys, OPEN_EVENTS};
 use lineup::adapters::redis::queue::RedisQueue;
-use lineup::application::admit::{AdmissionLoop, AdmissionPorts};
+use lineup::application::admit::AdmissionLoop;
 use lineup::application::ports::queue::EventSettingsStore;
 use lineup::application::ports::queue::TickReport;
 use lineup::application::queue_api::QueueApi;
@@ -29,6 +29,7 @@ use lineup::domain::draw::DrawSeed;
 use lineup::domain::event_settings::EventSettings;
 use lineup::domain::ids::{CustomerId, EventId};
 use lineup::domain::signing::{QueueTicket, SigningKey};
+use lineup::wiring::backends::{Admit, Queue};
 use serde_json::Value;
 
 /// The development signing key (`lineup dev`'s). Not a secret: it signs nothing outside local
@@ -144,19 +145,8 @@ pub async fn private_records() -> Arc<DynamoEventRecords> {
 }
 
 /// The public routes over the shared Redis and `records`.
-pub fn public_api(records: Arc<DynamoEventRecords>) -> lineup::application::status::PublicApi {
-    let queue = queue();
-    lineup::application::status::PublicApi {
-        seats: Arc::new(queue.availability_board()),
-        board: queue,
-        draw: records.clone(),
-        layouts: records.clone(),
-        layout_documents: Arc::default(),
-        events: Arc::new(lineup::application::known_events::KnownEvents::new(
-            records.clone(),
-            records,
-        )),
-    }
+pub fn public_api(records: Arc<DynamoEventRecords>) -> lineup::application::status::StatusApi {
+    Queue::new(queue(), records).status_api()
 }
 
 /// What restores events and customers after a cache loss, over `queue` and the shared table.
@@ -168,17 +158,13 @@ pub async fn restorer(queue: Arc<RedisQueue>) -> Arc<Restorer> {
 /// The admitter as the `admit` function runs it, over `queue` and the shared events table, for
 /// one event at a time (tests run in parallel: ticking every open event would admit theirs).
 pub struct Admission {
-    queue: Arc<RedisQueue>,
-    records: Arc<DynamoEventRecords>,
-    restorer: Arc<Restorer>,
+    admit: Admit,
 }
 
 impl Admission {
     pub async fn new(queue: Arc<RedisQueue>) -> Self {
         Self {
-            records: records().await,
-            restorer: restorer(queue.clone()).await,
-            queue,
+            admit: Admit::new(Queue::new(queue, records().await), None),
         }
     }
 
@@ -205,16 +191,8 @@ impl Admission {
         event: &EventId,
         now: SystemTime,
     ) -> Result<TickReport, lineup::application::error::LineupError> {
-        let ports = AdmissionPorts {
-            availability: None,
-            admitter: &*self.queue,
-            draw: &*self.queue,
-            records: &*self.records,
-            publication: &*self.records,
-            restorer: &self.restorer,
-        };
         let clock = FixedClock::at(now);
-        AdmissionLoop::new(ports, &clock, Duration::from_secs(1))
+        AdmissionLoop::new(self.admit.ports(None), &clock, Duration::from_secs(1))
             .tick_event(event, now)
             .await
     }
@@ -227,7 +205,7 @@ pub fn ticket_at(
     number: Option<u64>,
     issued_at: SystemTime,
 ) -> String {
-    let keys: lineup::domain::signing::SigningKeys = signing_key().into();
+    let keys: lineup::application::rotating::SigningKeys = signing_key().into();
     keys.queue_ticket(event, customer, QueueTicket { number, issued_at })
         .as_str()
         .to_owned()
@@ -258,13 +236,7 @@ pub async fn open_event(queue: &RedisQueue, now: SystemTime) -> EventId {
 }
 
 pub async fn api(queue: Arc<RedisQueue>, clock: Arc<dyn Clock>) -> QueueApi {
-    QueueApi {
-        restorer: restorer(queue.clone()).await,
-        line: queue,
-        key: signing_key().into(),
-        clock,
-        required_claim: None,
-    }
+    Queue::new(queue, records().await).queue_api(signing_key().into(), clock, None)
 }
 
 /// A sample event from `events/`, as JSON, to adjust before turning it into a request.

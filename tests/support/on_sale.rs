@@ -15,7 +15,6 @@ use lineup::application::confirm;
 use lineup::application::confirm::ConfirmApi;
 use lineup::application::hold;
 use lineup::application::hold::HoldApi;
-use lineup::application::ports::ledger::NewSeat;
 use lineup::application::ports::queue::{Admitter, EventSettingsStore, WaitingLine};
 use lineup::application::queue_api::QueueApi;
 use lineup::application::seeding::{SeedOutcome, Seeding};
@@ -25,7 +24,9 @@ use lineup::domain::draw::DrawSeed;
 use lineup::domain::event_settings::{EventSettings, QueueState};
 use lineup::domain::ids::{CustomerId, EventId, SeatId};
 use lineup::domain::layout::SeatLayout;
+use lineup::domain::seat::NewSeat;
 use lineup::domain::webhook_signature::WebhookSecret;
+use lineup::wiring::backends::Queue;
 use serde_json::Value;
 
 use crate::aws::{dynamo, unique};
@@ -119,7 +120,7 @@ impl OnSale {
         let board = Arc::new(queue.availability_board());
         if let Some(layout) = &layout {
             let seeded = Seeding {
-                ledger: &ledger,
+                ledger: ledger.as_ref(),
                 layouts: records.as_ref(),
                 board: board.as_ref(),
             }
@@ -144,29 +145,12 @@ impl OnSale {
             .await
             .expect("configure event");
 
-        let queue_api = QueueApi {
-            restorer: crate::restorer(queue.clone()).await,
-            line: queue.clone(),
-            key: signing_key().into(),
-            clock: clock.clone(),
-            required_claim: None,
-        };
-        let hold_api = HoldApi {
-            ledger: ledger.clone(),
-            admissions: queue.clone(),
-            key: signing_key().into(),
-            clock: clock.clone(),
-            board,
-            layouts: records.clone(),
-            catalogue: Arc::default(),
-        };
-        let confirm_api = ConfirmApi {
-            ledger: ledger.clone(),
-            admissions: queue.clone(),
-            limits: queue.clone(),
-            secret: webhook_secret().into(),
-            clock: clock.clone(),
-        };
+        // The handlers as the functions build them (lineup::wiring::backends).
+        let backends = Queue::new(queue.clone(), records.clone());
+        let queue_api = backends.queue_api(signing_key().into(), clock.clone(), None);
+        let hold_api = backends.hold_api(ledger.clone(), signing_key().into(), clock.clone());
+        let confirm_api =
+            backends.confirm_api(ledger.clone(), webhook_secret().into(), clock.clone());
         Self {
             event,
             queue,

@@ -20,7 +20,7 @@ use lambda_http::Body;
 use lineup::application::confirm::ConfirmApi;
 use lineup::application::hold::HoldApi;
 use lineup::application::queue_api::QueueApi;
-use lineup::application::status::PublicApi;
+use lineup::application::status::StatusApi;
 
 use super::edge_cache::EdgeCache;
 use serde_json::{json, Value};
@@ -37,7 +37,7 @@ pub struct Functions {
     pub queue: QueueApi,
     pub hold: HoldApi,
     pub confirm: ConfirmApi,
-    pub public: PublicApi,
+    pub public: StatusApi,
     /// CloudFront's part: the public routes' cache, and the origin's traffic per route.
     pub edge: Arc<EdgeCache>,
 }

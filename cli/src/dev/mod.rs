@@ -41,14 +41,11 @@ use lineup::adapters::dynamo::tables::create_tables;
 use lineup::adapters::dynamo::{DynamoLedger, TableNames};
 use lineup::adapters::redis::queue::RedisQueue;
 use lineup::adapters::sqs::SqsPublisher;
-use lineup::application::confirm::ConfirmApi;
-use lineup::application::hold::HoldApi;
-use lineup::application::known_events::KnownEvents;
-use lineup::application::queue_api::QueueApi;
 use lineup::domain::clock::SystemClock;
 use lineup::domain::ids::EventId;
 use lineup::domain::signing::SigningKey;
 use lineup::domain::webhook_signature::WebhookSecret;
+use lineup::wiring::backends::Queue;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -61,8 +58,6 @@ use crate::stream_pump::{self, AvailabilityStream, OutboxStream, PumpError, Star
 use crate::venue::{self, VenueError};
 use api_gateway::{error, Functions};
 use lineup::adapters::dynamo::event_records::DynamoEventRecords;
-use lineup::application::restore::Restorer;
-use lineup::application::status::PublicApi;
 
 /// Development secrets, used when the environment sets none. Not secrets: they are in the repo.
 pub const DEV_SIGNING_KEY: &str = "lineup-local-development-key-not-a-secret";
@@ -343,46 +338,18 @@ async fn prepare(
         .await?;
     eprintln!("lineup dev: {}", event_admin::describe(&event, &opened));
 
-    let line = Arc::new(queue()?);
-    let durable = Arc::new(records.clone());
+    // The handlers as the Lambda functions build them (lineup::wiring::backends), over the
+    // local Redis and tables, with the secrets fixed at start-up.
+    let backends = Queue::new(Arc::new(queue()?), Arc::new(records.clone()));
+    let ledger_handle = Arc::new(ledger.clone());
+    let clock: Arc<dyn lineup::domain::clock::Clock> = Arc::new(SystemClock);
     let board: Arc<dyn lineup::application::ports::availability::AvailabilityBoard> =
-        Arc::new(line.availability_board());
+        Arc::new(backends.seat_map());
     let functions = Arc::new(Functions {
-        queue: QueueApi {
-            line: line.clone(),
-            restorer: Arc::new(Restorer::new(
-                line.clone(),
-                durable.clone(),
-                durable.clone(),
-            )),
-            key: signing_key.clone().into(),
-            clock: Arc::new(SystemClock),
-            required_claim: None,
-        },
-        hold: HoldApi {
-            ledger: Arc::new(ledger.clone()),
-            admissions: line.clone(),
-            key: signing_key.into(),
-            clock: Arc::new(SystemClock),
-            board: board.clone(),
-            layouts: durable.clone(),
-            catalogue: Arc::default(),
-        },
-        confirm: ConfirmApi {
-            ledger: Arc::new(ledger.clone()),
-            admissions: line.clone(),
-            limits: line.clone(),
-            secret: webhook_secret.clone().into(),
-            clock: Arc::new(SystemClock),
-        },
-        public: PublicApi {
-            board: line,
-            draw: durable.clone(),
-            seats: board.clone(),
-            layouts: durable.clone(),
-            layout_documents: Arc::default(),
-            events: Arc::new(KnownEvents::new(durable.clone(), durable)),
-        },
+        queue: backends.queue_api(signing_key.clone().into(), clock.clone(), None),
+        hold: backends.hold_api(ledger_handle.clone(), signing_key.into(), clock.clone()),
+        confirm: backends.confirm_api(ledger_handle, webhook_secret.clone().into(), clock),
+        public: backends.status_api(),
         edge: Arc::default(),
     });
 

@@ -14,11 +14,9 @@ use std::time::{Duration, Instant};
 use lineup::adapters::dynamo::event_records::DynamoEventRecords;
 use lineup::adapters::dynamo::DynamoLedger;
 use lineup::adapters::redis::queue::RedisQueue;
-use lineup::application::admit::{AdmissionLoop, AdmissionPorts, AdmissionSummary};
-use lineup::application::expire::Expiry;
-use lineup::application::rebuild::AvailabilityRebuild;
-use lineup::application::restore::Restorer;
+use lineup::application::admit::{AdmissionLoop, AdmissionSummary};
 use lineup::domain::clock::SystemClock;
+use lineup::wiring::backends::{Admit, Expire, Queue};
 
 /// Admits from every open event's queue once per `tick`, until the task is dropped.
 pub async fn admit_forever(
@@ -27,23 +25,12 @@ pub async fn admit_forever(
     seats: DynamoLedger,
     tick: Duration,
 ) {
-    let queue = Arc::new(queue);
-    let records = Arc::new(records);
-    let restorer = Restorer::new(queue.clone(), records.clone(), records.clone());
-    let board = queue.availability_board();
-    let availability = AvailabilityRebuild {
-        board: &board,
-        layouts: &*records,
-        states: &seats,
-    };
-    let ports = AdmissionPorts {
-        admitter: &*queue,
-        draw: &*queue,
-        records: &*records,
-        publication: &*records,
-        restorer: &restorer,
-        availability: Some(&availability),
-    };
+    let admit = Admit::new(
+        Queue::new(Arc::new(queue), Arc::new(records)),
+        Some(Arc::new(seats)),
+    );
+    let rebuild = admit.rebuild();
+    let ports = admit.ports(rebuild.as_ref());
     let admission = AdmissionLoop::new(ports, &SystemClock, tick);
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -66,14 +53,8 @@ pub async fn admit_forever(
 
 /// Sweeps lapsed holds and closes sold-out queues once per `every`, until the task is dropped.
 pub async fn expire_forever(ledger: DynamoLedger, queue: RedisQueue, every: Duration) {
-    let seats = queue.availability_board();
-    let expiry = Expiry {
-        sweeper: &ledger,
-        seats: &seats,
-        events: &queue,
-        settings: &queue,
-        clock: &SystemClock,
-    };
+    let expire = Expire::new(Arc::new(ledger), Arc::new(queue));
+    let expiry = expire.expiry(&SystemClock);
     let mut interval = tokio::time::interval(every);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failures = Failures::new("expiry sweep");

@@ -986,16 +986,15 @@ mod tests {
     /// The seat map the client reads is the document the server writes (field names included).
     #[test]
     fn the_availability_the_server_writes_is_what_the_client_reads() {
-        let layout = lineup::domain::layout::SeatLayout::from_seats(&[
-            lineup::application::ports::ledger::NewSeat {
+        let layout =
+            lineup::domain::layout::SeatLayout::from_seats(&[lineup::domain::seat::NewSeat {
                 seat_id: lineup::domain::ids::SeatId::parse("A-1").unwrap(),
                 section: "Floor".into(),
                 row: "A".into(),
                 price: 1,
                 currency: "KRW".into(),
-            },
-        ])
-        .unwrap();
+            }])
+            .unwrap();
         let event = lineup::domain::ids::EventId::parse("e1").unwrap();
         let written = serde_json::to_string(
             &lineup::application::ports::availability::AvailabilityDocument::new(

@@ -36,7 +36,7 @@ pub enum SimulateError {
     },
 
     #[error("{0} is not a usable event id")]
-    EventId(String, #[source] lineup::application::error::LineupError),
+    EventId(String, #[source] lineup::domain::ids::InvalidId),
 
     #[error("cannot seed the seats of event {event}")]
     Seed {

@@ -10,8 +10,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::SystemTime;
 
-use lineup::application::ports::ledger::{OrderStatus, SeatStatus};
+use lineup::application::ports::ledger::OrderStatus;
 use lineup::application::ports::outbox::OutboxEventKind;
+use lineup::domain::seat::SeatStatus;
 use serde::Serialize;
 
 use super::customer::{CustomerReport, Outcome, SeenOrder};

@@ -1,42 +1,6 @@
 //! `join`: `POST /events/{eventId}/queue`. Puts the caller in the event's queue.
 
-use std::sync::Arc;
-
-use lambda_http::{run, service_fn, Error, Request};
-use lineup::adapters::redis::queue::RedisQueue;
-use lineup::application::http::origin::OriginGuard;
-use lineup::application::join;
-use lineup::application::queue_api::QueueApi;
-use lineup::application::restore::Restorer;
-use lineup::domain::clock::SystemClock;
-use lineup::domain::signing::SigningKeys;
-use lineup::wiring::config::JoinConfig;
-
 #[tokio::main]
-async fn main() -> Result<(), Error> {
-    lineup::wiring::logging::init();
-    let config = JoinConfig::from_env()?;
-    // Requests that skipped CloudFront are refused before anything else is read.
-    let origin = OriginGuard::load(config.origin.clone()).await?;
-    let queue = Arc::new(RedisQueue::open(&config.queue.redis)?);
-    let records = Arc::new(config.events.records());
-    let api = QueueApi {
-        line: queue.clone(),
-        restorer: Arc::new(Restorer::new(queue, records.clone(), records)),
-        key: SigningKeys::load(config.queue.signing_key).await?,
-        clock: Arc::new(SystemClock),
-        required_claim: config.required_claim,
-    };
-    run(service_fn(|request: Request| {
-        let (api, origin) = (api.clone(), origin.clone());
-        async move {
-            if let Some(refused) = origin.refuse(&request).await {
-                return Ok(refused);
-            }
-            // Picks up a rotated signing key every few minutes (one request does it).
-            api.key.refresh_if_stale().await;
-            Ok::<_, Error>(join::handle(&api, request).await)
-        }
-    }))
-    .await
+async fn main() -> Result<(), lineup::wiring::lambda::Error> {
+    lineup::wiring::lambda::join().await
 }

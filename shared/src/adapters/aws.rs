@@ -10,8 +10,6 @@ use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region, SharedHttpC
 use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
 use aws_smithy_types::timeout::TimeoutConfig;
 
-use crate::wiring::config::ConfigError;
-
 /// Where the AWS APIs are and who is calling them.
 #[derive(Debug, Clone)]
 pub struct AwsSettings {
@@ -30,28 +28,6 @@ impl AwsSettings {
 }
 
 impl AwsSettings {
-    /// From the variables Lambda sets (`AWS_REGION`, `AWS_ACCESS_KEY_ID`,
-    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), plus `AWS_ENDPOINT_URL` when present, looked
-    /// up through `lookup` (the function's config reads the environment; tests pass a map).
-    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let var = |name: &'static str| lookup(name).filter(|value| !value.is_empty());
-        let required = |name: &'static str| var(name).ok_or(ConfigError::Missing(name));
-        Ok(Self {
-            region: var("AWS_REGION")
-                .or_else(|| var("AWS_DEFAULT_REGION"))
-                .ok_or(ConfigError::Missing("AWS_REGION"))?,
-            endpoint_url: var("AWS_ENDPOINT_URL"),
-            credentials: Credentials::new(
-                required("AWS_ACCESS_KEY_ID")?,
-                required("AWS_SECRET_ACCESS_KEY")?,
-                var("AWS_SESSION_TOKEN"),
-                None,
-                "environment",
-            ),
-            attempt_timeout: Self::DEFAULT_ATTEMPT_TIMEOUT,
-        })
-    }
-
     /// A local emulator at `endpoint_url`, with throw-away credentials. The emulator serialises
     /// DynamoDB requests, so under a race a request may queue for seconds: a longer bound.
     pub fn local(endpoint_url: &str) -> Self {

@@ -6,18 +6,13 @@
 //! function on a stale literal after the real secret rotates, so it stops the function at cold
 //! start.
 
-use crate::adapters::aws::AwsSettings;
-use crate::wiring::config::ConfigError;
+use std::sync::Arc;
 
-use crate::application::ports::secrets::SecretKey;
-
-/// A secret in Secrets Manager, and how to reach the service.
-#[derive(Debug, Clone)]
-pub struct SecretRef {
-    /// The secret's ARN (or name: `GetSecretValue` takes either).
-    pub secret_id: String,
-    pub aws: AwsSettings,
-}
+use crate::adapters::secrets_manager::{SecretRef, SecretsManagerFetcher};
+use crate::application::http::origin::{OriginGuard, OriginSecret};
+use crate::application::ports::secrets::SecretsError;
+use crate::application::rotating::{Rotating, REFRESH_AFTER};
+use crate::domain::keys::SecretKey;
 
 #[derive(Debug, Clone)]
 pub enum KeySource<K> {
@@ -27,34 +22,29 @@ pub enum KeySource<K> {
 }
 
 impl<K: SecretKey> KeySource<K> {
-    /// Reads `literal` or `arn` (exactly one must be set), checking a literal key now: a bad
-    /// setting stops the function before it takes a request. `invalid` names the literal's
-    /// problem in the function's own error type.
-    pub fn from_lookup(
-        lookup: &impl Fn(&str) -> Option<String>,
-        literal: &'static str,
-        arn: &'static str,
-        invalid: impl FnOnce(K::Invalid) -> ConfigError,
-    ) -> Result<Self, ConfigError> {
-        let set = |name: &str| lookup(name).filter(|value| !value.is_empty());
-        match (set(literal), set(arn)) {
-            (Some(_), Some(_)) => Err(ConfigError::TwoSecretSources { literal, arn }),
-            (None, None) => Err(ConfigError::NoSecretSource { literal, arn }),
-            (Some(value), None) => K::from_secret(value.into_bytes())
-                .map(Self::Literal)
-                .map_err(invalid),
-            (None, Some(secret_id)) => {
-                if secret_id.trim() != secret_id || secret_id.len() > 2048 {
-                    return Err(ConfigError::Invalid {
-                        name: arn,
-                        reason: "expected a Secrets Manager secret ARN".to_owned(),
-                    });
-                }
-                Ok(Self::SecretsManager(SecretRef {
-                    secret_id,
-                    aws: AwsSettings::from_lookup(lookup)?,
-                }))
+    /// At cold start: the literal key, or the secret's versions from Secrets Manager, kept
+    /// current from then on. A secret that cannot be read stops the function here.
+    pub async fn load(self) -> Result<Rotating<K>, SecretsError> {
+        match self {
+            KeySource::Literal(key) => Ok(Rotating::from(key)),
+            KeySource::SecretsManager(secret) => {
+                Rotating::fetched(
+                    Arc::new(SecretsManagerFetcher::open(&secret)),
+                    REFRESH_AFTER,
+                )
+                .await
             }
         }
     }
+}
+
+/// The origin check of an HTTP function: against the secret CloudFront sends, fetched at cold
+/// start, or none (local runs, where no CDN is in front).
+pub async fn origin_guard(
+    source: Option<KeySource<OriginSecret>>,
+) -> Result<OriginGuard, SecretsError> {
+    Ok(match source {
+        Some(source) => OriginGuard::fixed(source.load().await?),
+        None => OriginGuard::open(),
+    })
 }

@@ -5,8 +5,17 @@
 use async_trait::async_trait;
 use aws_sdk_secretsmanager::Client;
 
-use crate::adapters::secret_source::SecretRef;
+use crate::adapters::aws::AwsSettings;
 use crate::application::ports::secrets::{SecretFetcher, SecretVersions, SecretsError};
+
+/// A secret in Secrets Manager, and how to reach the service.
+#[derive(Debug, Clone)]
+pub struct SecretRef {
+    /// The secret's ARN (or name: `GetSecretValue` takes either).
+    pub secret_id: String,
+    /// How to reach Secrets Manager.
+    pub aws: AwsSettings,
+}
 
 pub const CURRENT: &str = "AWSCURRENT";
 pub const PREVIOUS: &str = "AWSPREVIOUS";

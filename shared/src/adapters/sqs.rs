@@ -4,27 +4,14 @@
 
 use async_trait::async_trait;
 
-use crate::application::error::LineupError;
+use crate::application::error::{LineupError, Store};
 use crate::application::ports::outbox::{OutboxEvent, TicketPublisher};
-use crate::wiring::config::ConfigError;
 
 /// The ticket queue `outbox-stream` publishes to, read at cold start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublisherConfig {
     /// The URL of the FIFO ticket queue (`...fifo`), from `TICKET_QUEUE_URL`.
     pub queue_url: String,
-}
-
-impl PublisherConfig {
-    pub const QUEUE_URL: &'static str = "TICKET_QUEUE_URL";
-
-    /// From a lookup of the environment ([`crate::wiring::config::OutboxStreamConfig`] passes it).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let queue_url = lookup(Self::QUEUE_URL)
-            .filter(|url| !url.trim().is_empty())
-            .ok_or(ConfigError::Missing(Self::QUEUE_URL))?;
-        Ok(Self { queue_url })
-    }
 }
 
 /// Sends outbox events to a FIFO queue.
@@ -72,8 +59,9 @@ impl TicketPublisher for SqsPublisher {
             .message_group_id(&event.order_id)
             .send()
             .await
-            .map_err(|error| {
-                LineupError::PublishFailed(Box::new(aws_sdk_sqs::Error::from(error)))
+            .map_err(|error| LineupError::Unavailable {
+                store: Store::TicketQueue,
+                source: Box::new(aws_sdk_sqs::Error::from(error)),
             })?;
         tracing::debug!(
             outbox_id = %event.outbox_id,

@@ -508,7 +508,8 @@ const DEADLINE_MARGIN: Duration = Duration::from_secs(3);
 pub async fn admit_for_invocation(
     ports: AdmissionPorts<'_>,
     clock: &dyn Clock,
-    config: &crate::wiring::config::AdmitConfig,
+    run: Duration,
+    tick: Duration,
     invocation: lambda_runtime::LambdaEvent<serde_json::Value>,
 ) -> Result<AdmissionSummary, LineupError> {
     expect_scheduled_event(invocation.payload, "admit")?;
@@ -517,16 +518,16 @@ pub async fn admit_for_invocation(
     // then only ADMIT_RUN_MS bounds the run.
     let deadline = crate::domain::clock::from_unix_millis(invocation.context.deadline);
     let run_for = match deadline.duration_since(clock.now()) {
-        Ok(left) => config.run.min(left.saturating_sub(DEADLINE_MARGIN)),
+        Ok(left) => run.min(left.saturating_sub(DEADLINE_MARGIN)),
         Err(_) => {
             tracing::warn!(
                 deadline_ms = invocation.context.deadline,
                 "invocation deadline already past; running for ADMIT_RUN_MS"
             );
-            config.run
+            run
         }
     };
-    let admission = AdmissionLoop::new(ports, clock, config.tick);
+    let admission = AdmissionLoop::new(ports, clock, tick);
     let summary = admission.run(run_for).await?;
     tracing::info!(
         ticks = summary.ticks,

@@ -12,11 +12,11 @@ use serde_json::Value;
 
 use crate::application::error::LineupError;
 use crate::application::ports::availability::{AvailabilityBoard, SeatChange};
-use crate::application::ports::ledger::SeatStatus;
 use crate::application::stream_batch::{
     failure, sequence_number, stream_event, StreamBatchResponse,
 };
 use crate::domain::ids::EventId;
+use crate::domain::seat::SeatStatus;
 
 /// The attributes of a seat item the projection reads.
 #[derive(Deserialize)]

@@ -22,10 +22,10 @@ use crate::application::ports::ledger::{
     OrderStatus, PaymentConfirmation, PaymentLedger, TicketLimits,
 };
 use crate::application::ports::queue::AdmissionRegistry;
+use crate::application::rotating::WebhookSecrets;
 use crate::domain::clock::Clock;
 use crate::domain::ids::{OrderId, PaymentId};
 use crate::domain::webhook_signature;
-use crate::domain::webhook_signature::WebhookSecrets;
 
 pub const SIGNATURE_HEADER: &str = "lineup-signature";
 pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
@@ -75,7 +75,7 @@ async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
         // Signed with a secret this instance has not fetched yet (the provider switched after a
         // rotation): fetch, and check once more. At most once per interval per instance.
         if !api.secret.refresh_after_miss().await {
-            return Err(refused);
+            return Err(refused.into());
         }
         api.secret.verify(signature, body, now)?;
     }

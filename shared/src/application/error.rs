@@ -5,6 +5,9 @@
 
 use http::StatusCode;
 
+use crate::domain::ids::InvalidId;
+use crate::domain::webhook_signature::SignatureRefused;
+
 use crate::domain::access_token::TokenRejection;
 
 /// Why a hold was refused: answers about the seats and the customer (409), not faults.
@@ -46,6 +49,36 @@ pub enum PaymentRefused {
     IdempotencyKeyReused,
 }
 
+/// Any error an adapter keeps as the source of an [`LineupError::Unavailable`] or
+/// [`LineupError::Failed`]: the store's own error, boxed, so the application never names it.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// The store an infrastructure error came from: named in the logs, never to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// The queue and the seat map (Redis).
+    Queue,
+    /// Seats, orders, payments and event records (DynamoDB).
+    Seats,
+    /// The ticket queue the outbox publishes to (SQS).
+    TicketQueue,
+    /// The secrets store (Secrets Manager).
+    Secrets,
+}
+
+impl std::fmt::Display for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Queue => "queue store",
+            Self::Seats => "seat store",
+            Self::TicketQueue => "ticket queue",
+            Self::Secrets => "secrets store",
+        })
+    }
+}
+
+/// Every way a request or an invocation can fail, whatever the function: one type, so one
+/// mapping to HTTP ([`LineupError::status`], [`LineupError::code`]) serves every handler.
 #[derive(Debug, thiserror::Error)]
 pub enum LineupError {
     /// No verified customer on the request (no JWT `sub` claim, or an unusable one).
@@ -83,31 +116,25 @@ pub enum LineupError {
     #[error("access token refused: {0}")]
     AccessDenied(#[from] TokenRejection),
 
-    /// Redis could not be reached or did not answer in time. Safe to retry: nothing was changed,
-    /// or the change is idempotent (joining twice keeps the place).
-    #[error("the queue store is unavailable")]
-    QueueUnavailable(#[source] redis::RedisError),
+    /// A store could not be reached, throttled us, or failed on its side (Redis not answering, a
+    /// DynamoDB throttle, SQS unreachable). Safe to retry: nothing was changed, or the change is
+    /// idempotent. The adapter decides which of its errors these are, and keeps the source.
+    #[error("the {store} is unavailable")]
+    Unavailable {
+        store: Store,
+        #[source]
+        source: BoxError,
+    },
 
-    /// Redis answered with an error that retrying will not cure (a script error, a wrong type):
-    /// a bug or a misconfiguration, reported as 500 and logged with its source.
-    #[error("the queue store refused the operation")]
-    QueueFailure(#[source] redis::RedisError),
-
-    /// DynamoDB could not be reached, throttled us, or failed on its side: safe to retry.
-    #[error("the seat store is unavailable")]
-    SeatStoreUnavailable(#[source] Box<aws_sdk_dynamodb::Error>),
-
-    /// DynamoDB refused the request for a reason retrying will not cure (validation, missing table).
-    #[error("the seat store refused the operation")]
-    SeatStoreFailure(#[source] Box<aws_sdk_dynamodb::Error>),
-
-    /// A stored item does not have the shape the adapter writes: a bug or a hand edit.
-    #[error("stored item is malformed: {0}")]
-    MalformedItem(#[source] Box<serde_dynamo::Error>),
-
-    /// SQS could not take a message (throttled, unreachable, or refused it).
-    #[error("the ticket queue did not take the message")]
-    PublishFailed(#[source] Box<aws_sdk_sqs::Error>),
+    /// A store refused the operation for a reason retrying will not cure (a script error, a
+    /// validation error, a missing table, an item not in the shape the adapter writes): a bug or
+    /// a misconfiguration, reported as 500 and logged with its source.
+    #[error("the {store} refused the operation")]
+    Failed {
+        store: Store,
+        #[source]
+        source: BoxError,
+    },
 
     #[error(transparent)]
     HoldRefused(#[from] HoldRefused),
@@ -177,6 +204,7 @@ pub enum LineupError {
 }
 
 impl LineupError {
+    /// An [`LineupError::InvalidRequest`] with its code and sentence.
     pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
         Self::InvalidRequest {
             code,
@@ -193,10 +221,8 @@ impl LineupError {
             Self::PaymentRefused(PaymentRefused::OrderMismatch) => StatusCode::BAD_REQUEST,
             Self::PaymentRefused(_) => StatusCode::CONFLICT,
             Self::PaymentMismatch(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::SeatStoreUnavailable(_) | Self::PublishFailed(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
-            Self::SeatStoreFailure(_) | Self::MalformedItem(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Failed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             Self::InvalidRequest { .. } | Self::UnknownSeats(_) => StatusCode::BAD_REQUEST,
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::AccessDenied(_) | Self::ClaimRequired { .. } | Self::DirectAccessRefused => {
@@ -207,11 +233,10 @@ impl LineupError {
             | Self::RouteNotFound { .. }
             | Self::DrawNotPublished => StatusCode::NOT_FOUND,
             Self::QueueClosed => StatusCode::CONFLICT,
-            Self::QueueUnavailable(_)
-            | Self::AvailabilityRebuilding
+            Self::AvailabilityRebuilding
             | Self::CacheRecovering
             | Self::NumbersExhausted { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            Self::QueueFailure(_) | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
+            Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         }
@@ -239,8 +264,8 @@ impl LineupError {
                 PaymentRefused::IdempotencyKeyReused => "idempotency_key_reused",
             },
             Self::PaymentMismatch(_) => "payment_mismatch",
-            Self::SeatStoreUnavailable(_) | Self::PublishFailed(_) => "service_unavailable",
-            Self::SeatStoreFailure(_) | Self::MalformedItem(_) => "internal_error",
+            Self::Unavailable { .. } => "service_unavailable",
+            Self::Failed { .. } => "internal_error",
             Self::InvalidRequest { code, .. } => code,
             Self::BodyTooLarge { .. } => "body_too_large",
             Self::EventNotFound => "event_not_found",
@@ -254,23 +279,17 @@ impl LineupError {
             Self::DirectAccessRefused => "direct_access_refused",
             Self::AccessDenied(_) => "access_denied",
             Self::ClaimRequired { .. } => "claim_required",
-            Self::QueueUnavailable(_) => "service_unavailable",
-            Self::QueueFailure(_) | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
-                "internal_error"
-            }
+            Self::QueueReply { .. } | Self::SeatStoreReply { .. } => "internal_error",
         }
     }
 
     /// The sentence shown to the client. Infrastructure details stay in the logs.
     pub fn public_message(&self) -> String {
         match self {
-            Self::QueueUnavailable(_) | Self::SeatStoreUnavailable(_) | Self::PublishFailed(_) => {
+            Self::Unavailable { .. } => {
                 "the service is briefly unavailable; retry after the Retry-After delay".to_owned()
             }
-            Self::SeatStoreFailure(_) | Self::MalformedItem(_) => {
-                "something went wrong on our side".to_owned()
-            }
-            Self::QueueFailure(_) | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
+            Self::Failed { .. } | Self::QueueReply { .. } | Self::SeatStoreReply { .. } => {
                 "something went wrong on our side".to_owned()
             }
             // The reason (forged, expired, revoked...) goes to the logs, not to the caller.
@@ -305,65 +324,31 @@ impl LineupError {
     /// Seconds a client should wait before retrying, for errors that are worth retrying.
     pub fn retry_after_seconds(&self) -> Option<u32> {
         match self {
-            Self::QueueUnavailable(_)
-            | Self::SeatStoreUnavailable(_)
-            | Self::PublishFailed(_)
-            | Self::AvailabilityRebuilding
-            | Self::CacheRecovering => Some(2),
+            Self::Unavailable { .. } | Self::AvailabilityRebuilding | Self::CacheRecovering => {
+                Some(2)
+            }
             Self::NumbersExhausted { .. } => Some(1),
             _ => None,
         }
     }
 }
 
-/// Connection trouble (refused, dropped, timed out, Redis loading or failing over, a cluster's
-/// slots moving while a node is replaced) is worth a retry; any other Redis error is not.
-impl From<redis::RedisError> for LineupError {
-    fn from(error: redis::RedisError) -> Self {
-        let transient = error.is_io_error()
-            || error.is_timeout()
-            || error.is_connection_refusal()
-            || error.is_connection_dropped()
-            || matches!(
-                error.kind(),
-                redis::ErrorKind::Server(
-                    redis::ServerErrorKind::BusyLoading
-                        | redis::ServerErrorKind::TryAgain
-                        | redis::ServerErrorKind::ClusterDown
-                        | redis::ServerErrorKind::MasterDown
-                        | redis::ServerErrorKind::ReadOnly
-                        | redis::ServerErrorKind::Moved
-                        | redis::ServerErrorKind::Ask
-                )
-            );
-        if transient {
-            Self::QueueUnavailable(error)
-        } else {
-            Self::QueueFailure(error)
+/// A malformed id is a bad request; a missing customer id, a caller not signed in.
+impl From<InvalidId> for LineupError {
+    fn from(invalid: InvalidId) -> Self {
+        match invalid {
+            InvalidId::Malformed { code, message } => Self::InvalidRequest { code, message },
+            InvalidId::NoCustomer => Self::Unauthenticated,
         }
     }
 }
 
-/// Throttling, server-side faults and failures to get a response at all are worth a retry;
-/// validation errors and missing tables are not. Conditional failures never arrive here: the
-/// adapters turn them into domain answers (409) first.
-impl From<aws_sdk_dynamodb::Error> for LineupError {
-    fn from(error: aws_sdk_dynamodb::Error) -> Self {
-        use aws_sdk_dynamodb::error::ProvideErrorMetadata;
-        use aws_sdk_dynamodb::Error as E;
-        let retryable = match &error {
-            E::ProvisionedThroughputExceededException(_)
-            | E::RequestLimitExceeded(_)
-            | E::InternalServerError(_)
-            | E::TransactionConflictException(_)
-            | E::TransactionInProgressException(_) => true,
-            // No service error code: the request never got an answer (timeout, connection).
-            other => matches!(other.code(), None | Some("ThrottlingException")),
-        };
-        if retryable {
-            Self::SeatStoreUnavailable(Box::new(error))
-        } else {
-            Self::SeatStoreFailure(Box::new(error))
+/// A refused signature is the caller's fault: 413 for a body too large to hash, else 401.
+impl From<SignatureRefused> for LineupError {
+    fn from(refused: SignatureRefused) -> Self {
+        match refused {
+            SignatureRefused::BodyTooLarge { limit } => Self::BodyTooLarge { limit },
+            SignatureRefused::Invalid(reason) => Self::BadSignature(reason),
         }
     }
 }

@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use http::StatusCode;
 use lambda_http::request::RequestContext;
@@ -18,15 +19,16 @@ use crate::application::layout_catalogue::LayoutCatalogue;
 use crate::application::ports::availability::{bit, AvailabilityBoard, Projection};
 use crate::application::ports::event_records::LayoutStore;
 use crate::application::ports::ledger::{
-    HoldRequest, Order, OrderStatus, Seat, SeatLedger, MAX_SEATS_PER_HOLD,
+    HoldRequest, Order, OrderStatus, SeatLedger, MAX_SEATS_PER_HOLD,
 };
-use crate::application::ports::queue::AdmissionRegistry;
+use crate::application::ports::queue::{AdmissionRegistry, LiveAdmission};
+use crate::application::rotating::SigningKeys;
 use crate::domain::access_token;
 use crate::domain::best_available::{ranked_blocks, spread};
 use crate::domain::clock::{rfc3339, Clock};
 use crate::domain::ids::{CustomerId, EventId, OrderId, SeatId};
 use crate::domain::layout::IndexedLayout;
-use crate::domain::signing::SigningKeys;
+use crate::domain::seat::Seat;
 
 /// The header carrying the access token `poll` handed out on admission.
 pub const QUEUE_TOKEN_HEADER: &str = "x-queue-token";
@@ -46,7 +48,7 @@ pub struct HoldApi {
     pub key: SigningKeys,
     pub clock: Arc<dyn Clock>,
     /// The seat map's projection (availability and the current layout's summary).
-    pub board: Arc<dyn AvailabilityBoard>,
+    pub seats: Arc<dyn AvailabilityBoard>,
     /// Where layouts are stored (read once per version per instance).
     pub layouts: Arc<dyn LayoutStore>,
     pub catalogue: Arc<LayoutCatalogue>,
@@ -139,7 +141,7 @@ fn requested_seats(raw: &serde_json::Value) -> Result<Vec<SeatId>, LineupError> 
         .map(|id| {
             id.as_str()
                 .ok_or_else(|| LineupError::invalid("invalid_seat_id", "seat ids are strings"))
-                .and_then(SeatId::parse)
+                .and_then(|raw| Ok(SeatId::parse(raw)?))
         })
         .collect::<Result<Vec<_>, _>>()?;
     if seats.iter().collect::<HashSet<_>>().len() != seats.len() {
@@ -184,7 +186,7 @@ async fn hold(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lineup
     request::body_within(request, HOLD_BODY_LIMIT)?;
     let now = api.clock.now();
     let token = request::header(request, QUEUE_TOKEN_HEADER);
-    let admission = access_token::check_admitted(
+    let admission = check_admitted(
         &api.key,
         api.admissions.as_ref(),
         token,
@@ -243,7 +245,7 @@ impl Hold<'_> {
         let api = self.api;
         let summary = api
             .catalogue
-            .current(api.board.as_ref(), api.layouts.as_ref(), self.event)
+            .current(api.seats.as_ref(), api.layouts.as_ref(), self.event)
             .await?
             .ok_or(LineupError::EventNotFound)?;
         let layout = api
@@ -268,12 +270,12 @@ impl Hold<'_> {
     /// [`BEST_AVAILABLE_ATTEMPTS`] holds.
     async fn best_available(&self, section: &str, quantity: usize) -> Result<Order, LineupError> {
         let api = self.api;
-        let availability = match api.board.availability(self.event).await? {
+        let availability = match api.seats.availability(self.event).await? {
             // Lost with the cache (the admitter rebuilds it within seconds), or never seeded.
             Projection::NoLayout => {
                 let current = api
                     .catalogue
-                    .current(api.board.as_ref(), api.layouts.as_ref(), self.event)
+                    .current(api.seats.as_ref(), api.layouts.as_ref(), self.event)
                     .await?;
                 return Err(match current {
                     Some(_) => LineupError::AvailabilityRebuilding,
@@ -307,7 +309,7 @@ impl Hold<'_> {
             if attempt > 0 {
                 // After a conflict: the availability as it is now, and what this instance has
                 // seen taken since (its other requests' wins and conflicts).
-                if let Projection::Ready(now) = api.board.availability(self.event).await? {
+                if let Projection::Ready(now) = api.seats.availability(self.event).await? {
                     if now.summary.version == layout.layout.version() {
                         bits = now.available;
                     }
@@ -432,4 +434,29 @@ async fn order_status(api: &HoldApi, request: &Request) -> Result<Response<Body>
         &OrderBody::from(&order),
         None,
     ))
+}
+/// The full check the hold function runs: [`verify`], then one Redis call confirming that this
+/// admission is still the customer's live entry in the active set (not left, paid or replaced),
+/// which also brings the event's rules for the shopping it allows.
+pub async fn check_admitted(
+    keys: &SigningKeys,
+    registry: &dyn AdmissionRegistry,
+    token: Option<&str>,
+    event: &EventId,
+    caller: &CustomerId,
+    now: SystemTime,
+) -> Result<LiveAdmission, LineupError> {
+    let token = token.ok_or(access_token::TokenRejection::Missing)?;
+    let verified = match access_token::verify(&keys.ring(), token, event, caller, now) {
+        // Signed by a key this instance has not fetched yet (a rotation reaching instances at
+        // different times): fetch, and check once more.
+        Err(access_token::TokenRejection::BadSignature) if keys.refresh_after_miss().await => {
+            access_token::verify(&keys.ring(), token, event, caller, now)?
+        }
+        checked => checked?,
+    };
+    registry
+        .live_admission(event, caller, verified.expires_at, now)
+        .await?
+        .ok_or_else(|| access_token::TokenRejection::Revoked.into())
 }

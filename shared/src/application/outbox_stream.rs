@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use aws_lambda_events::dynamodb::{Event, EventRecord};
 
-use crate::application::error::LineupError;
+use crate::application::error::{LineupError, Store};
 use crate::application::ports::outbox::{OutboxEvent, TicketPublisher};
 use crate::application::stream_batch::{failure, sequence_number, stream_event};
 pub use crate::application::stream_batch::{BatchItemFailure, StreamBatchResponse};
@@ -86,7 +86,10 @@ async fn publish_record(publisher: &dyn TicketPublisher, record: &EventRecord) -
     let event: OutboxEvent = match serde_dynamo::from_item(record.change.new_image.clone()) {
         Ok(event) => event,
         Err(decode_error) => {
-            let error = LineupError::MalformedItem(Box::new(decode_error));
+            let error = LineupError::Failed {
+                store: Store::Seats,
+                source: Box::new(decode_error),
+            };
             tracing::error!(
                 sequence_number,
                 stream_event_id = %record.event_id,

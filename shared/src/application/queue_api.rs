@@ -21,10 +21,11 @@ use serde::Serialize;
 
 use crate::application::ports::queue::{Standing, WaitingLine};
 use crate::application::restore::Restorer;
+use crate::application::rotating::SigningKeys;
 use crate::domain::access_token;
 use crate::domain::clock::{rfc3339, Clock};
 use crate::domain::ids::{CustomerId, EventId, QueueId};
-use crate::domain::signing::{QueueTicket, SigningKeys};
+use crate::domain::signing::QueueTicket;
 use crate::domain::wait_policy;
 
 #[derive(Clone)]

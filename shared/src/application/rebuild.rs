@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use crate::application::error::LineupError;
 use crate::application::ports::availability::{AvailabilityBoard, Projection};
 use crate::application::ports::event_records::LayoutStore;
-use crate::application::ports::ledger::SeatStatus;
 use crate::domain::ids::EventId;
 use crate::domain::layout::SeatLayout;
+use crate::domain::seat::SeatStatus;
 
 /// The seats' stored statuses.
 #[async_trait]

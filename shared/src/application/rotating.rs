@@ -15,11 +15,13 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use crate::adapters::secret_source::KeySource;
-use crate::adapters::secrets_manager::SecretsManagerFetcher;
-use crate::application::ports::secrets::{KeyRing, SecretFetcher, SecretKey, SecretsError};
+use crate::application::ports::secrets::{SecretFetcher, SecretsError};
+use crate::domain::ids::{CustomerId, EventId, QueueId};
+use crate::domain::keys::{KeyRing, SecretKey};
+use crate::domain::signing::{QueueTicket, SigningKey};
+use crate::domain::webhook_signature::{SignatureRefused, WebhookSecret};
 
 /// How long fetched keys are used before they are fetched again: how long a rotation may take
 /// to reach every running instance.
@@ -110,21 +112,6 @@ impl<K> Rotating<K> {
 }
 
 impl<K: SecretKey> Rotating<K> {
-    /// At cold start: the literal key, or the secret's versions from Secrets Manager. A secret
-    /// that cannot be read stops the function here.
-    pub async fn load(source: KeySource<K>) -> Result<Self, SecretsError> {
-        match source {
-            KeySource::Literal(key) => Ok(Self::from(key)),
-            KeySource::SecretsManager(secret) => {
-                Self::fetched(
-                    Arc::new(SecretsManagerFetcher::open(&secret)),
-                    REFRESH_AFTER,
-                )
-                .await
-            }
-        }
-    }
-
     /// Fetches the versions now, and again `every` so often (or after a miss, at most every
     /// [`MIN_MISS_REFRESH`]).
     pub async fn fetched(
@@ -258,6 +245,52 @@ impl<K: SecretKey> Rotating<K> {
                 false
             }
         }
+    }
+}
+
+/// The signing key's versions in force, as the queue and hold functions hold them.
+pub type SigningKeys = Rotating<SigningKey>;
+
+impl Rotating<SigningKey> {
+    /// The version that makes new queue ids and tokens.
+    pub fn current(&self) -> SigningKey {
+        self.ring().current().clone()
+    }
+
+    /// A ticket for `customer`'s place, signed with the current key.
+    pub fn queue_ticket(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+        ticket: QueueTicket,
+    ) -> QueueId {
+        self.ring().current().queue_ticket(event, customer, ticket)
+    }
+
+    /// The ticket, if `claimed` is the caller's own for this event under the current or the
+    /// previous key. Both are checked, in constant time, whichever matches.
+    pub fn open_ticket(
+        &self,
+        claimed: &QueueId,
+        event: &EventId,
+        caller: &CustomerId,
+    ) -> Option<QueueTicket> {
+        self.ring().open_ticket(claimed, event, caller)
+    }
+}
+
+/// The webhook secret's versions in force, as the `confirm` function holds them.
+pub type WebhookSecrets = Rotating<WebhookSecret>;
+
+impl Rotating<WebhookSecret> {
+    /// [`KeyRing::verify`] with the versions in force now.
+    pub fn verify(
+        &self,
+        header: Option<&str>,
+        body: &[u8],
+        now: SystemTime,
+    ) -> Result<(), SignatureRefused> {
+        self.ring().verify(header, body, now)
     }
 }
 

@@ -10,14 +10,15 @@
 
 use std::time::SystemTime;
 
-use crate::adapters::dynamo::DynamoLedger;
+use async_trait::async_trait;
+
 use crate::application::error::LineupError;
 use crate::application::ports::availability::AvailabilityBoard;
 use crate::application::ports::event_records::LayoutStore;
-use crate::application::ports::ledger::SeatStatus;
 use crate::application::rebuild::SeatStates;
 use crate::domain::ids::{EventId, SeatId};
 use crate::domain::layout::SeatLayout;
+use crate::domain::seat::SeatStatus;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SeedOutcome {
@@ -35,8 +36,32 @@ pub enum SeedOutcome {
     },
 }
 
+/// Writing an event's seats: the seat ledger's side of a seeding (and, from
+/// [`SeatStates`], reading which seats are in use).
+#[async_trait]
+pub trait SeatWriter: SeatStates {
+    /// Writes every seat of `layout`, AVAILABLE, without conditions: only for an event with no
+    /// current layout yet, where no hold can exist.
+    async fn write_new_seats(
+        &self,
+        event: &EventId,
+        layout: &SeatLayout,
+    ) -> Result<(), LineupError>;
+
+    /// Writes every seat of `layout`, AVAILABLE, except seats in use (held or sold), which are
+    /// left alone and returned.
+    async fn seed_seats(
+        &self,
+        event: &EventId,
+        layout: &SeatLayout,
+        now: SystemTime,
+    ) -> Result<Vec<SeatId>, LineupError>;
+}
+
+/// A seeding: the ledger, the layouts and the seat map it writes.
 pub struct Seeding<'a> {
-    pub ledger: &'a DynamoLedger,
+    /// The seat ledger.
+    pub ledger: &'a dyn SeatWriter,
     pub layouts: &'a dyn LayoutStore,
     pub board: &'a dyn AvailabilityBoard,
 }

@@ -52,8 +52,8 @@ const CURRENT_LAYOUT_MAX_AGE: Duration = Duration::from_secs(5);
 const MAX_LAYOUT_DOCUMENTS: usize = 8;
 
 #[derive(Clone)]
-pub struct PublicApi {
-    pub board: Arc<dyn StatusBoard>,
+pub struct StatusApi {
+    pub status: Arc<dyn StatusBoard>,
     pub draw: Arc<dyn DrawPublication>,
     /// The seats' availability projection.
     pub seats: Arc<dyn AvailabilityBoard>,
@@ -122,7 +122,7 @@ impl LayoutDocuments {
     }
 }
 
-pub async fn handle(api: &PublicApi, request: Request) -> Response<Body> {
+pub async fn handle(api: &StatusApi, request: Request) -> Response<Body> {
     let mut answer = match route(api, &request).await {
         Ok(answer) => answer,
         Err(failure) => {
@@ -158,7 +158,7 @@ fn document(json: String, cache_control: &str) -> Response<Body> {
     with_cache_control(answer, cache_control)
 }
 
-async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, LineupError> {
+async fn route(api: &StatusApi, request: &Request) -> Result<Response<Body>, LineupError> {
     if request.method() != Method::GET {
         return Err(LineupError::RouteNotFound {
             method: request.method().to_string(),
@@ -172,13 +172,13 @@ async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, Lin
         _ => None,
     };
     match route_key {
-        Some("GET /events/{eventId}/status") => match api.board.status_json(&event).await? {
+        Some("GET /events/{eventId}/status") => match api.status.status_json(&event).await? {
             Some(status) => Ok(document(status, &EventStatus::cache_control())),
             None => match api.events.record(&event).await? {
                 None => Err(LineupError::EventNotFound),
                 // Nothing ticks a closed event again: its status comes from its record.
                 Some(record) if record.settings.state == QueueState::Closed => {
-                    let status = StatusInputs::closed_from_record(&record)
+                    let status = closed_from_record(&record)
                         .status(event.as_str(), std::time::SystemTime::now());
                     Ok(document(to_json(&status), &EventStatus::cache_control()))
                 }
@@ -272,7 +272,7 @@ async fn route(api: &PublicApi, request: &Request) -> Result<Response<Body>, Lin
 }
 
 async fn draw_chunk(
-    api: &PublicApi,
+    api: &StatusApi,
     event: &EventId,
     prefix: &str,
 ) -> Result<Response<Body>, LineupError> {
@@ -305,4 +305,29 @@ async fn draw_chunk(
 
 fn to_json(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).expect("published documents are plain data and always serialise")
+}
+
+/// A closed event's status from its durable record alone: nothing ticks a closed event, so
+/// after a cache loss this is what its status route answers (nothing in it moves any more).
+fn closed_from_record(
+    record: &crate::application::ports::event_records::EventRecord,
+) -> StatusInputs {
+    let cursor = &record.cursor;
+    let drawn = cursor.drawn && cursor.entrants.unwrap_or(0) > 0;
+    StatusInputs {
+        state: crate::domain::event_settings::QueueState::Closed,
+        closed_reason: record.closed_reason.clone(),
+        opens_at: record.settings.opens_at,
+        serving: cursor.serving,
+        measured_advance: None,
+        configured_rate: record.settings.admit_per_second,
+        last_number: cursor.next_number,
+        waiting: 0,
+        claim_window: record.settings.claim_window,
+        seats_left: None,
+        commitment: record.seed.commitment(),
+        entrants: cursor.entrants,
+        revealed_seed: drawn.then(|| record.seed.reveal().to_owned()),
+        restored_at: None,
+    }
 }

@@ -18,12 +18,10 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
-use crate::application::error::LineupError;
-use crate::application::ports::queue::{AdmissionRegistry, LiveAdmission};
-use crate::application::ports::secrets::KeyRing;
 use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::ids::{CustomerId, EventId};
-use crate::domain::signing::{KeyId, SigningKey, SigningKeys};
+use crate::domain::keys::KeyRing;
+use crate::domain::signing::{KeyId, SigningKey};
 
 const VERSION: &str = "v2";
 const PURPOSE: &str = "lineup/access-token/v2";
@@ -142,32 +140,6 @@ pub fn verify(
         customer: caller.clone(),
         expires_at,
     })
-}
-
-/// The full check the hold function runs: [`verify`], then one Redis call confirming that this
-/// admission is still the customer's live entry in the active set (not left, paid or replaced),
-/// which also brings the event's rules for the shopping it allows.
-pub async fn check_admitted(
-    keys: &SigningKeys,
-    registry: &dyn AdmissionRegistry,
-    token: Option<&str>,
-    event: &EventId,
-    caller: &CustomerId,
-    now: SystemTime,
-) -> Result<LiveAdmission, LineupError> {
-    let token = token.ok_or(TokenRejection::Missing)?;
-    let verified = match verify(&keys.ring(), token, event, caller, now) {
-        // Signed by a key this instance has not fetched yet (a rotation reaching instances at
-        // different times): fetch, and check once more.
-        Err(TokenRejection::BadSignature) if keys.refresh_after_miss().await => {
-            verify(&keys.ring(), token, event, caller, now)?
-        }
-        checked => checked?,
-    };
-    registry
-        .live_admission(event, caller, verified.expires_at, now)
-        .await?
-        .ok_or_else(|| TokenRejection::Revoked.into())
 }
 
 #[cfg(test)]

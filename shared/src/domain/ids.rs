@@ -3,7 +3,31 @@
 
 use std::fmt;
 
-use crate::application::error::LineupError;
+/// An id not in its form. A request carrying one is refused (400, with the code), except a
+/// customer id, which comes from the sign-in: without a usable one, nobody is signed in (401).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidId {
+    /// A malformed id: `code` is the error code the client sees (`invalid_event_id`...).
+    #[error("{message}")]
+    Malformed {
+        /// The stable error code.
+        code: &'static str,
+        /// The sentence for the client.
+        message: String,
+    },
+    /// No usable customer id: the caller is not signed in.
+    #[error("no usable customer id in the sign-in")]
+    NoCustomer,
+}
+
+impl InvalidId {
+    fn malformed(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Malformed {
+            code,
+            message: message.into(),
+        }
+    }
+}
 
 /// An on-sale event, as it appears in `/events/{eventId}`: 1–64 of `A-Z a-z 0-9 _ -`.
 ///
@@ -14,11 +38,11 @@ pub struct EventId(String);
 impl EventId {
     pub const MAX_LEN: usize = 64;
 
-    pub fn parse(raw: &str) -> Result<Self, LineupError> {
+    pub fn parse(raw: &str) -> Result<Self, InvalidId> {
         if is_plain_id(raw, Self::MAX_LEN) {
             Ok(Self(raw.to_owned()))
         } else {
-            Err(LineupError::invalid(
+            Err(InvalidId::malformed(
                 "invalid_event_id",
                 "eventId must be 1-64 characters of A-Z, a-z, 0-9, '_' or '-'",
             ))
@@ -40,14 +64,14 @@ pub struct CustomerId(String);
 impl CustomerId {
     pub const MAX_LEN: usize = 128;
 
-    pub fn parse(raw: &str) -> Result<Self, LineupError> {
+    pub fn parse(raw: &str) -> Result<Self, InvalidId> {
         let well_formed = !raw.is_empty()
             && raw.len() <= Self::MAX_LEN
             && raw.bytes().all(|b| b.is_ascii_graphic());
         if well_formed {
             Ok(Self(raw.to_owned()))
         } else {
-            Err(LineupError::Unauthenticated)
+            Err(InvalidId::NoCustomer)
         }
     }
 
@@ -67,7 +91,7 @@ pub struct QueueId(String);
 impl QueueId {
     pub const MAX_LEN: usize = 64;
 
-    pub fn parse(raw: &str) -> Result<Self, LineupError> {
+    pub fn parse(raw: &str) -> Result<Self, InvalidId> {
         let decimal =
             |part: &str| (1..=20).contains(&part.len()) && part.bytes().all(|b| b.is_ascii_digit());
         let parts: Vec<&str> = raw.split('.').collect();
@@ -80,7 +104,7 @@ impl QueueId {
         if well_formed {
             Ok(Self(raw.to_owned()))
         } else {
-            Err(LineupError::invalid(
+            Err(InvalidId::malformed(
                 "invalid_queue_id",
                 "queueId must be the queue ticket returned when joining",
             ))
@@ -106,11 +130,11 @@ pub struct SeatId(String);
 impl SeatId {
     pub const MAX_LEN: usize = 32;
 
-    pub fn parse(raw: &str) -> Result<Self, LineupError> {
+    pub fn parse(raw: &str) -> Result<Self, InvalidId> {
         if is_plain_id(raw, Self::MAX_LEN) {
             Ok(Self(raw.to_owned()))
         } else {
-            Err(LineupError::invalid(
+            Err(InvalidId::malformed(
                 "invalid_seat_id",
                 format!(
                     "seat ids are 1-32 characters of A-Z, a-z, 0-9, '_' or '-' (got {:?})",
@@ -126,7 +150,7 @@ impl SeatId {
 }
 
 impl TryFrom<String> for SeatId {
-    type Error = LineupError;
+    type Error = InvalidId;
     fn try_from(raw: String) -> Result<Self, Self::Error> {
         Self::parse(&raw)
     }
@@ -147,11 +171,11 @@ impl OrderId {
         Self(uuid::Uuid::new_v4().to_string())
     }
 
-    pub fn parse(raw: &str) -> Result<Self, LineupError> {
+    pub fn parse(raw: &str) -> Result<Self, InvalidId> {
         uuid::Uuid::try_parse(raw)
             .map(|uuid| Self(uuid.hyphenated().to_string()))
             .map_err(|_| {
-                LineupError::invalid(
+                InvalidId::malformed(
                     "invalid_order_id",
                     "orderId must be the UUID returned by the hold",
                 )
@@ -171,14 +195,14 @@ pub struct PaymentId(String);
 impl PaymentId {
     pub const MAX_LEN: usize = 255;
 
-    pub fn parse(raw: &str) -> Result<Self, LineupError> {
+    pub fn parse(raw: &str) -> Result<Self, InvalidId> {
         let well_formed = !raw.is_empty()
             && raw.len() <= Self::MAX_LEN
             && raw.bytes().all(|b| b.is_ascii_graphic());
         if well_formed {
             Ok(Self(raw.to_owned()))
         } else {
-            Err(LineupError::invalid(
+            Err(InvalidId::malformed(
                 "invalid_payment_id",
                 "paymentId must be 1-255 visible ASCII characters",
             ))

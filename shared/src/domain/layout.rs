@@ -13,8 +13,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::application::ports::ledger::{NewSeat, Seat};
 use crate::domain::ids::{EventId, SeatId};
+use crate::domain::seat::{NewSeat, Seat};
 
 /// The most seats one event may have (a large stadium has about 100,000).
 pub const MAX_SEATS: usize = 200_000;

@@ -8,7 +8,9 @@
 //! - [`status`]: the public status document a waiting client reads through the CDN.
 //! - [`wait_policy`]: how long a waiting customer should wait before reading again, and the ETA.
 //! - [`layout`]: an event's sections, rows and seats in order, published under a version.
+//! - [`seat`]: a seat and its state in the ledger.
 //! - [`best_available`]: choosing n seats together in a section.
+//! - [`keys`]: a secret's versions in force (current and, during a rotation, previous).
 //! - [`signing`]: the HMAC key behind queue tickets and access tokens.
 //! - [`access_token`]: the signed proof that a customer was admitted.
 //! - [`webhook_signature`]: verifying (and, for tests, making) payment webhook signatures.
@@ -19,7 +21,9 @@ pub mod clock;
 pub mod draw;
 pub mod event_settings;
 pub mod ids;
+pub mod keys;
 pub mod layout;
+pub mod seat;
 pub mod signing;
 pub mod status;
 pub mod wait_policy;

@@ -8,7 +8,7 @@
 //! one). It is what puts a customer back at their number after the cache is lost.
 //!
 //! The key comes from Secrets Manager in AWS (the literal value only locally), never from the
-//! repository, and it is rotated: [`SigningKeys`] holds the current version, which makes new
+//! repository, and it is rotated: [`KeyRing`] holds the current version, which makes new
 //! queue ids and tokens, and the previous one, which still verifies the ones already handed out.
 //! Each key has a short public id (a hash of it), which access tokens carry so verification
 //! picks the right key instead of trying each.
@@ -21,10 +21,9 @@ use subtle::{Choice, ConstantTimeEq};
 
 use std::time::SystemTime;
 
-use crate::application::ports::secrets::{KeyRing, SecretKey};
-use crate::application::rotating::Rotating;
 use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::ids::{CustomerId, EventId, QueueId};
+use crate::domain::keys::{KeyRing, SecretKey};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -197,15 +196,7 @@ impl KeyRing<SigningKey> {
     }
 }
 
-/// The signing key's versions in force, as the queue and hold functions hold them.
-pub type SigningKeys = Rotating<SigningKey>;
-
-impl Rotating<SigningKey> {
-    /// The version that makes new queue ids and tokens.
-    pub fn current(&self) -> SigningKey {
-        self.ring().current().clone()
-    }
-
+impl KeyRing<SigningKey> {
     /// A ticket for `customer`'s place, signed with the current key.
     pub fn queue_ticket(
         &self,
@@ -213,7 +204,7 @@ impl Rotating<SigningKey> {
         customer: &CustomerId,
         ticket: QueueTicket,
     ) -> QueueId {
-        self.ring().current().queue_ticket(event, customer, ticket)
+        self.current().queue_ticket(event, customer, ticket)
     }
 
     /// The ticket, if `claimed` is the caller's own for this event under the current or the
@@ -224,9 +215,8 @@ impl Rotating<SigningKey> {
         event: &EventId,
         caller: &CustomerId,
     ) -> Option<QueueTicket> {
-        let ring = self.ring();
         let mut found = None;
-        let owned = ring.versions().fold(Choice::from(0), |owned, key| {
+        let owned = self.versions().fold(Choice::from(0), |owned, key| {
             let (ok, ticket) = key.opens(claimed, event, caller);
             found = found.or(ticket);
             owned | ok
@@ -257,7 +247,7 @@ mod tests {
 
     #[test]
     fn tickets_are_bound_to_event_customer_number_and_time() {
-        let keys = SigningKeys::fixed(KeyRing::new(key(), None));
+        let keys = KeyRing::new(key(), None);
         let event = EventId::parse("ev1").unwrap();
         let alice = CustomerId::parse("alice").unwrap();
         let bob = CustomerId::parse("bob").unwrap();
@@ -339,7 +329,7 @@ mod tests {
         let older = SigningKey::new(vec![5u8; 32]).unwrap();
         let old_id = old.queue_ticket(&event, &alice, ticket(Some(7)));
 
-        let rotated = SigningKeys::fixed(KeyRing::new(new.clone(), Some(old.clone())));
+        let rotated = KeyRing::new(new.clone(), Some(old.clone()));
         assert_eq!(
             rotated.open_ticket(&old_id, &event, &alice),
             Some(ticket(Some(7)))
@@ -353,12 +343,9 @@ mod tests {
             None
         );
 
-        let rotated_twice = SigningKeys::fixed(KeyRing::new(older, Some(new)));
+        let rotated_twice = KeyRing::new(older, Some(new));
         assert_eq!(rotated_twice.open_ticket(&old_id, &event, &alice), None);
-        assert_eq!(
-            rotated.ring().find(old.id()).map(SigningKey::id),
-            Some(old.id())
-        );
-        assert!(rotated_twice.ring().find(old.id()).is_none());
+        assert_eq!(rotated.find(old.id()).map(SigningKey::id), Some(old.id()));
+        assert!(rotated_twice.find(old.id()).is_none());
     }
 }

@@ -134,31 +134,7 @@ pub struct StatusInputs {
 }
 
 impl StatusInputs {
-    /// A closed event's status from its durable record alone: nothing ticks a closed event, so
-    /// after a cache loss this is what its status route answers (nothing in it moves any more).
-    pub fn closed_from_record(
-        record: &crate::application::ports::event_records::EventRecord,
-    ) -> Self {
-        let cursor = &record.cursor;
-        let drawn = cursor.drawn && cursor.entrants.unwrap_or(0) > 0;
-        Self {
-            state: crate::domain::event_settings::QueueState::Closed,
-            closed_reason: record.closed_reason.clone(),
-            opens_at: record.settings.opens_at,
-            serving: cursor.serving,
-            measured_advance: None,
-            configured_rate: record.settings.admit_per_second,
-            last_number: cursor.next_number,
-            waiting: 0,
-            claim_window: record.settings.claim_window,
-            seats_left: None,
-            commitment: record.seed.commitment(),
-            entrants: cursor.entrants,
-            revealed_seed: drawn.then(|| record.seed.reveal().to_owned()),
-            restored_at: None,
-        }
-    }
-
+    /// The document every waiting client reads, as of `now`.
     pub fn status(&self, event: &str, now: SystemTime) -> EventStatus {
         use crate::domain::event_settings::QueueState;
         let state = match self.state {

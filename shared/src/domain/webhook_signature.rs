@@ -15,9 +15,22 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use subtle::{Choice, ConstantTimeEq};
 
-use crate::application::error::LineupError;
-use crate::application::ports::secrets::{KeyRing, SecretKey};
-use crate::application::rotating::Rotating;
+use crate::domain::keys::{KeyRing, SecretKey};
+
+/// Why a webhook's signature is refused: the body is too large to hash, or the header is
+/// missing, malformed, stale, or matches no secret in force.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureRefused {
+    /// Refused before hashing.
+    #[error("the body is larger than this route takes ({limit} bytes at most)")]
+    BodyTooLarge {
+        /// The most bytes the route takes.
+        limit: usize,
+    },
+    /// The sentence says what is wrong with the signature.
+    #[error("{0}")]
+    Invalid(&'static str),
+}
 
 /// The largest webhook body looked at: a payment notice is a few hundred bytes, and a bigger
 /// body is refused before it is hashed, so an unauthenticated caller cannot make us hash megabytes.
@@ -90,7 +103,7 @@ impl WebhookSecret {
         header: Option<&str>,
         body: &[u8],
         now: SystemTime,
-    ) -> Result<(), LineupError> {
+    ) -> Result<(), SignatureRefused> {
         verify_with(std::iter::once(self), header, body, now)
     }
 }
@@ -104,9 +117,6 @@ impl SecretKey for WebhookSecret {
     }
 }
 
-/// The webhook secret's versions in force, as the `confirm` function holds them.
-pub type WebhookSecrets = Rotating<WebhookSecret>;
-
 impl KeyRing<WebhookSecret> {
     /// Checks a `Lineup-Signature` header against the body, within [`TOLERANCE`] of `now`, under
     /// the current or the previous secret.
@@ -115,20 +125,8 @@ impl KeyRing<WebhookSecret> {
         header: Option<&str>,
         body: &[u8],
         now: SystemTime,
-    ) -> Result<(), LineupError> {
+    ) -> Result<(), SignatureRefused> {
         verify_with(self.versions(), header, body, now)
-    }
-}
-
-impl Rotating<WebhookSecret> {
-    /// [`KeyRing::verify`] with the versions in force now.
-    pub fn verify(
-        &self,
-        header: Option<&str>,
-        body: &[u8],
-        now: SystemTime,
-    ) -> Result<(), LineupError> {
-        self.ring().verify(header, body, now)
     }
 }
 
@@ -144,11 +142,11 @@ fn verify_with<'s>(
     header: Option<&str>,
     body: &[u8],
     now: SystemTime,
-) -> Result<(), LineupError> {
+) -> Result<(), SignatureRefused> {
     if body.len() > MAX_BODY {
-        return Err(LineupError::BodyTooLarge { limit: MAX_BODY });
+        return Err(SignatureRefused::BodyTooLarge { limit: MAX_BODY });
     }
-    let header = header.ok_or(LineupError::BadSignature(
+    let header = header.ok_or(SignatureRefused::Invalid(
         "the Lineup-Signature header is missing",
     ))?;
     let mut timestamp = None;
@@ -158,7 +156,7 @@ fn verify_with<'s>(
             Some(("t", value)) => timestamp = value.parse::<u64>().ok(),
             Some(("v1", value)) => {
                 if candidates.len() == MAX_SIGNATURES {
-                    return Err(LineupError::BadSignature(
+                    return Err(SignatureRefused::Invalid(
                         "the Lineup-Signature header carries more than 4 signatures",
                     ));
                 }
@@ -168,7 +166,7 @@ fn verify_with<'s>(
         }
     }
     let (Some(timestamp), false) = (timestamp, candidates.is_empty()) else {
-        return Err(LineupError::BadSignature(
+        return Err(SignatureRefused::Invalid(
             "the Lineup-Signature header is malformed",
         ));
     };
@@ -178,7 +176,7 @@ fn verify_with<'s>(
         .map(|d| d.as_secs())
         .unwrap_or(0);
     if now_secs.abs_diff(timestamp) > TOLERANCE.as_secs() {
-        return Err(LineupError::BadSignature(
+        return Err(SignatureRefused::Invalid(
             "the signature's timestamp is too old or in the future",
         ));
     }
@@ -193,7 +191,7 @@ fn verify_with<'s>(
     if bool::from(matched) {
         Ok(())
     } else {
-        Err(LineupError::BadSignature(
+        Err(SignatureRefused::Invalid(
             "the signature does not match the body",
         ))
     }
@@ -294,7 +292,7 @@ mod tests {
 
         let (refused, many_cost) = macs(|| ring.verify(Some(&many), &body, now));
         assert!(
-            matches!(refused, Err(LineupError::BadSignature(_))),
+            matches!(refused, Err(SignatureRefused::Invalid(_))),
             "{refused:?}"
         );
         assert_eq!(many_cost, 0, "refused before any hashing");
@@ -312,7 +310,10 @@ mod tests {
         let ring = KeyRing::single(secret());
         let (refused, cost) = macs(|| ring.verify(Some(&header), &body, now));
         assert!(
-            matches!(refused, Err(LineupError::BodyTooLarge { limit: MAX_BODY })),
+            matches!(
+                refused,
+                Err(SignatureRefused::BodyTooLarge { limit: MAX_BODY })
+            ),
             "{refused:?}"
         );
         assert_eq!(cost, 0);

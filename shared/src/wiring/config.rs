@@ -22,10 +22,16 @@
 
 use std::time::Duration;
 
+use aws_sdk_dynamodb::config::Credentials;
+
 use crate::adapters::aws::AwsSettings;
 use crate::adapters::dynamo::{MissingTable, TableNames};
+use crate::adapters::redis::connection::{RedisSettings, REDIS_DEFAULT_TIMEOUT};
 use crate::adapters::secret_source::KeySource;
+use crate::adapters::secrets_manager::SecretRef;
+use crate::adapters::sqs::PublisherConfig;
 use crate::application::http::origin::{OriginSecret, OriginSecretTooShort};
+use crate::domain::keys::SecretKey;
 use crate::domain::signing::{KeyTooShort, SigningKey};
 use crate::domain::webhook_signature::{SecretTooShort, WebhookSecret};
 
@@ -78,19 +84,9 @@ impl From<MissingTable> for ConfigError {
     }
 }
 
-/// Where Redis is: `redis://host:port` (or `rediss://` for TLS, as ElastiCache Serverless
-/// requires), the bound on connecting and on each reply, and whether it is a cluster.
-#[derive(Debug, Clone)]
-pub struct RedisSettings {
-    pub url: String,
-    pub timeout: Duration,
-    /// `REDIS_CLUSTER=true`: speak the cluster protocol (ElastiCache Serverless requires it).
-    pub cluster: bool,
-}
-
+/// Reading [`RedisSettings`] from the environment: `REDIS_URL`, `REDIS_CLUSTER`, `REDIS_TIMEOUT_MS`.
 impl RedisSettings {
-    pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1_000);
-
+    /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(&env)
     }
@@ -119,7 +115,7 @@ impl RedisSettings {
         };
         Ok(Self {
             url,
-            timeout: millis(lookup, "REDIS_TIMEOUT_MS", Self::DEFAULT_TIMEOUT)?,
+            timeout: millis(lookup, "REDIS_TIMEOUT_MS", REDIS_DEFAULT_TIMEOUT)?,
             cluster,
         })
     }
@@ -477,6 +473,78 @@ impl AvailabilityConfig {
     }
 }
 
+/// Reading [`AwsSettings`] from the environment.
+impl AwsSettings {
+    /// From the variables Lambda sets (`AWS_REGION`, `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), plus `AWS_ENDPOINT_URL` when present, looked
+    /// up through `lookup` (the function's config reads the environment; tests pass a map).
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let var = |name: &'static str| lookup(name).filter(|value| !value.is_empty());
+        let required = |name: &'static str| var(name).ok_or(ConfigError::Missing(name));
+        Ok(Self {
+            region: var("AWS_REGION")
+                .or_else(|| var("AWS_DEFAULT_REGION"))
+                .ok_or(ConfigError::Missing("AWS_REGION"))?,
+            endpoint_url: var("AWS_ENDPOINT_URL"),
+            credentials: Credentials::new(
+                required("AWS_ACCESS_KEY_ID")?,
+                required("AWS_SECRET_ACCESS_KEY")?,
+                var("AWS_SESSION_TOKEN"),
+                None,
+                "environment",
+            ),
+            attempt_timeout: Self::DEFAULT_ATTEMPT_TIMEOUT,
+        })
+    }
+}
+
+/// Reading [`PublisherConfig`] from the environment.
+impl PublisherConfig {
+    pub const QUEUE_URL: &'static str = "TICKET_QUEUE_URL";
+
+    /// From a lookup of the environment ([`crate::wiring::config::OutboxStreamConfig`] passes it).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let queue_url = lookup(Self::QUEUE_URL)
+            .filter(|url| !url.trim().is_empty())
+            .ok_or(ConfigError::Missing(Self::QUEUE_URL))?;
+        Ok(Self { queue_url })
+    }
+}
+
+/// Reading a [`KeySource`] from the environment.
+impl<K: SecretKey> KeySource<K> {
+    /// Reads `literal` or `arn` (exactly one must be set), checking a literal key now: a bad
+    /// setting stops the function before it takes a request. `invalid` names the literal's
+    /// problem in the function's own error type.
+    pub fn from_lookup(
+        lookup: &impl Fn(&str) -> Option<String>,
+        literal: &'static str,
+        arn: &'static str,
+        invalid: impl FnOnce(K::Invalid) -> ConfigError,
+    ) -> Result<Self, ConfigError> {
+        let set = |name: &str| lookup(name).filter(|value| !value.is_empty());
+        match (set(literal), set(arn)) {
+            (Some(_), Some(_)) => Err(ConfigError::TwoSecretSources { literal, arn }),
+            (None, None) => Err(ConfigError::NoSecretSource { literal, arn }),
+            (Some(value), None) => K::from_secret(value.into_bytes())
+                .map(Self::Literal)
+                .map_err(invalid),
+            (None, Some(secret_id)) => {
+                if secret_id.trim() != secret_id || secret_id.len() > 2048 {
+                    return Err(ConfigError::Invalid {
+                        name: arn,
+                        reason: "expected a Secrets Manager secret ARN".to_owned(),
+                    });
+                }
+                Ok(Self::SecretsManager(SecretRef {
+                    secret_id,
+                    aws: AwsSettings::from_lookup(lookup)?,
+                }))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -531,7 +599,7 @@ mod tests {
         assert_eq!(config.events.table, "events");
         assert_eq!(config.tick, AdmitConfig::DEFAULT_TICK);
         assert_eq!(config.run, AdmitConfig::DEFAULT_RUN);
-        assert_eq!(config.redis.timeout, RedisSettings::DEFAULT_TIMEOUT);
+        assert_eq!(config.redis.timeout, REDIS_DEFAULT_TIMEOUT);
         let join = JoinConfig::from_lookup(&lookup(&with(
             &EVENTS,
             &[

@@ -27,10 +27,11 @@ use crate::adapters::dynamo::{
 use crate::application::error::{LineupError, PaymentRefused};
 use crate::application::ports::ledger::{
     stricter_limit, ConfirmAnswer, Confirmation, Order, OrderStatus, PaymentConfirmation,
-    PaymentOutcome, SeatStatus, TicketLimits,
+    PaymentOutcome, TicketLimits,
 };
 use crate::application::ports::outbox::{OutboxEvent, OutboxEventKind};
 use crate::domain::clock::{rfc3339, unix_millis};
+use crate::domain::seat::SeatStatus;
 
 /// Idempotency records and outbox items are kept this long (DynamoDB TTL may delete them after;
 /// nothing relies on when). Payment records are kept for ever: a payment id is never reusable.

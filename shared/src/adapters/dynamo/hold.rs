@@ -13,9 +13,10 @@ use crate::adapters::dynamo::{
     built, condition_failed, transact, DynamoLedger, TransactionOutcome,
 };
 use crate::application::error::{HoldRefused, LineupError};
-use crate::application::ports::ledger::{HoldRequest, Order, OrderStatus, SeatStatus};
+use crate::application::ports::ledger::{HoldRequest, Order, OrderStatus};
 use crate::domain::clock::unix_millis;
 use crate::domain::ids::{CustomerId, EventId, OrderId};
+use crate::domain::seat::SeatStatus;
 
 impl DynamoLedger {
     pub(crate) async fn hold_seats(&self, request: &HoldRequest) -> Result<Order, LineupError> {

@@ -7,9 +7,10 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
 use crate::application::error::LineupError;
-use crate::application::ports::ledger::{Order, OrderStatus, SeatStatus};
+use crate::application::ports::ledger::{Order, OrderStatus};
 use crate::domain::clock::from_unix_millis;
 use crate::domain::ids::{CustomerId, EventId, OrderId, PaymentId, SeatId};
+use crate::domain::seat::SeatStatus;
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
 
@@ -111,7 +112,7 @@ pub(crate) struct SeatItem {
 impl SeatItem {
     pub fn new(
         event: &EventId,
-        seat: &crate::application::ports::ledger::NewSeat,
+        seat: &crate::domain::seat::NewSeat,
         version: &str,
         index: u32,
     ) -> Self {
@@ -192,9 +193,9 @@ impl OrderItem {
 }
 
 pub(crate) fn to_item<T: Serialize>(value: &T) -> Result<Item, LineupError> {
-    serde_dynamo::to_item(value).map_err(|error| LineupError::MalformedItem(Box::new(error)))
+    serde_dynamo::to_item(value).map_err(super::error::malformed)
 }
 
 pub(crate) fn from_item<T: for<'de> Deserialize<'de>>(item: Item) -> Result<T, LineupError> {
-    serde_dynamo::from_item(item).map_err(|error| LineupError::MalformedItem(Box::new(error)))
+    serde_dynamo::from_item(item).map_err(super::error::malformed)
 }

@@ -10,6 +10,7 @@
 
 pub(crate) mod batch_write;
 pub mod confirm;
+pub mod error;
 pub mod event_records;
 pub mod expire;
 pub mod hold;
@@ -162,7 +163,7 @@ pub(crate) async fn transact(
             }
             Cancellation::Conflict | Cancellation::Other => {
                 let error = aws_sdk_dynamodb::Error::from(SdkError::ServiceError(service));
-                return Err(LineupError::SeatStoreUnavailable(Box::new(error)));
+                return Err(error::unavailable(error));
             }
         }
     }

@@ -11,12 +11,13 @@ use futures::{StreamExt, TryStreamExt};
 use crate::adapters::dynamo::items::{n, s, seat_key, seat_pk, to_item, SeatItem};
 use crate::adapters::dynamo::{built, is_condition_failure, store_error, DynamoLedger};
 use crate::application::error::LineupError;
-use crate::application::ports::ledger::SeatStatus;
 use crate::application::rebuild::SeatStates;
+use crate::application::seeding::SeatWriter;
 use crate::domain::clock::unix_millis;
 use crate::domain::ids::OrderId;
 use crate::domain::ids::{EventId, SeatId};
 use crate::domain::layout::SeatLayout;
+use crate::domain::seat::SeatStatus;
 
 /// BatchGetItem takes at most 100 keys.
 const READ_BATCH: usize = 100;
@@ -146,6 +147,26 @@ impl DynamoLedger {
 
 /// How many seat writes a seeding keeps in flight.
 pub const SEED_CONCURRENCY: usize = 32;
+
+#[async_trait]
+impl SeatWriter for DynamoLedger {
+    async fn write_new_seats(
+        &self,
+        event: &EventId,
+        layout: &SeatLayout,
+    ) -> Result<(), LineupError> {
+        DynamoLedger::write_new_seats(self, event, layout).await
+    }
+
+    async fn seed_seats(
+        &self,
+        event: &EventId,
+        layout: &SeatLayout,
+        now: SystemTime,
+    ) -> Result<Vec<SeatId>, LineupError> {
+        DynamoLedger::seed_seats(self, event, layout, now).await
+    }
+}
 
 #[async_trait]
 impl SeatStates for DynamoLedger {

@@ -12,9 +12,9 @@ use crate::application::error::LineupError;
 use crate::application::ports::availability::{
     bitset, Availability, AvailabilityBoard, Projection, SeatChange, SeatCounts,
 };
-use crate::application::ports::ledger::SeatStatus;
 use crate::domain::ids::EventId;
 use crate::domain::layout::LayoutSummary;
+use crate::domain::seat::SeatStatus;
 
 struct Scripts {
     read: Script,

@@ -12,6 +12,21 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use tokio::sync::OnceCell;
 
+/// Where Redis is: `redis://host:port` (or `rediss://` for TLS, as ElastiCache Serverless
+/// requires), the bound on connecting and on each reply, and whether it is a cluster.
+#[derive(Debug, Clone)]
+pub struct RedisSettings {
+    /// `redis://host:port` or `rediss://host:port`.
+    pub url: String,
+    /// The bound on connecting and on each reply.
+    pub timeout: Duration,
+    /// `REDIS_CLUSTER=true`: speak the cluster protocol (ElastiCache Serverless requires it).
+    pub cluster: bool,
+}
+
+/// The bound on connecting and on each reply, unless configured.
+pub const REDIS_DEFAULT_TIMEOUT: Duration = Duration::from_millis(1_000);
+
 #[derive(Clone)]
 pub enum RedisConnection {
     Single(ConnectionManager),

@@ -8,5 +8,6 @@
 
 pub mod availability;
 pub mod connection;
+pub mod error;
 pub mod keys;
 pub mod queue;

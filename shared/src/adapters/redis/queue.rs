@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use redis::{AsyncCommands, Script};
 
 use crate::adapters::redis::connection::RedisConnection;
+use crate::adapters::redis::connection::RedisSettings;
 use crate::adapters::redis::keys::{EventKeys, OPEN_EVENTS};
 use crate::application::error::LineupError;
 use crate::application::ports::event_records::EventRecord;
@@ -28,7 +29,6 @@ use crate::domain::draw::DrawSeed;
 use crate::domain::event_settings::{EventSettings, QueueState};
 use crate::domain::ids::{CustomerId, EventId};
 use crate::domain::status::StatusInputs;
-use crate::wiring::config::RedisSettings;
 
 /// How long a lapsed admission is remembered, so its owner's poll says `expired` rather than 404.
 const FORGET_LAPSED_AFTER: Duration = Duration::from_secs(60 * 60);

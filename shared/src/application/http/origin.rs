@@ -9,11 +9,10 @@
 use lambda_http::{Body, Request, Response};
 use subtle::ConstantTimeEq;
 
-use crate::adapters::secret_source::KeySource;
 use crate::application::error::LineupError;
 use crate::application::http::response;
-use crate::application::ports::secrets::{SecretKey, SecretsError};
 use crate::application::rotating::Rotating;
+use crate::domain::keys::SecretKey;
 
 /// The header CloudFront adds.
 pub const ORIGIN_HEADER: &str = "x-lineup-origin";
@@ -58,14 +57,6 @@ impl OriginGuard {
         Self(Some(secrets))
     }
 
-    /// Fetches the secret at cold start (when the function is given one).
-    pub async fn load(source: Option<KeySource<OriginSecret>>) -> Result<Self, SecretsError> {
-        Ok(Self(match source {
-            Some(source) => Some(Rotating::load(source).await?),
-            None => None,
-        }))
-    }
-
     fn matches(&self, secrets: &Rotating<OriginSecret>, presented: &[u8]) -> bool {
         let ring = secrets.ring();
         ring.versions()
@@ -96,7 +87,7 @@ impl OriginGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::application::ports::secrets::KeyRing;
+    use crate::domain::keys::KeyRing;
 
     const SECRET: &str = "the value CloudFront sends, 32+ bytes";
 

@@ -9,7 +9,9 @@ use crate::domain::ids::CustomerId;
 /// The calling customer: the `sub` claim verified by the API Gateway JWT authorizer.
 /// Never read from the body, so nobody can act as someone else.
 pub fn caller(request: &Request) -> Result<CustomerId, LineupError> {
-    CustomerId::parse(claim(request, "sub").ok_or(LineupError::Unauthenticated)?)
+    Ok(CustomerId::parse(
+        claim(request, "sub").ok_or(LineupError::Unauthenticated)?,
+    )?)
 }
 
 /// A claim of the caller's verified JWT, as the API Gateway JWT authorizer passes it (claims

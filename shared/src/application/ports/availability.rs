@@ -15,9 +15,9 @@ use base64::Engine;
 use serde::Serialize;
 
 use crate::application::error::LineupError;
-use crate::application::ports::ledger::SeatStatus;
 use crate::domain::ids::EventId;
 use crate::domain::layout::LayoutSummary;
+use crate::domain::seat::SeatStatus;
 
 /// One seat's new status, as a stream record tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]

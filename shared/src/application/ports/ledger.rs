@@ -9,50 +9,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::application::error::LineupError;
 use crate::domain::ids::{CustomerId, EventId, OrderId, PaymentId, SeatId};
+use crate::domain::seat::Seat;
 
 /// How long a hold keeps its seats.
 pub const HOLD_DURATION: Duration = Duration::from_secs(5 * 60);
 /// How many seats one hold may take.
 pub const MAX_SEATS_PER_HOLD: usize = 4;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum SeatStatus {
-    Available,
-    Held,
-    Sold,
-}
-
-impl SeatStatus {
-    /// The name stored in the seats table and shown in the seat map (the serde name).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Available => "AVAILABLE",
-            Self::Held => "HELD",
-            Self::Sold => "SOLD",
-        }
-    }
-}
-
-/// A seat with its price, as a hold writes it (from the layout).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Seat {
-    pub seat_id: SeatId,
-    pub section: String,
-    /// Minor units of `currency`.
-    pub price: i64,
-    pub currency: String,
-}
-
-/// A seat to create when seeding an event: its place (section, row) and price.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewSeat {
-    pub seat_id: SeatId,
-    pub section: String,
-    pub row: String,
-    pub price: i64,
-    pub currency: String,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -232,6 +194,7 @@ pub trait HoldSweeper: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::seat::SeatStatus;
 
     #[test]
     fn the_stricter_limit_wins_and_none_means_no_limit() {

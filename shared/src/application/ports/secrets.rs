@@ -8,53 +8,13 @@
 //! signatures are made with the current version, and verification also accepts the previous one,
 //! so rotating a key mid-sale voids nothing already handed out.
 //!
-//! - [`source`]: where a function takes a secret from (its ARN, or the literal value locally).
-//! - [`secrets_manager`]: the Secrets Manager adapter of [`SecretFetcher`].
-//! - [`rotating`]: the in-memory copy, and refreshing it.
+//! This port is [`SecretFetcher`]; the in-memory copy and its refresh are
+//! [`crate::application::rotating`], the Secrets Manager adapter
+//! [`crate::adapters::secrets_manager`].
 
 use async_trait::async_trait;
 
-/// A key made from a secret's bytes, refusing values too weak to use.
-pub trait SecretKey: Send + Sync + Sized + 'static {
-    /// What the key is, for errors and logs ("signing key").
-    const WHAT: &'static str;
-    /// Why some bytes are not a usable key.
-    type Invalid: std::error::Error + Send + Sync + 'static;
-
-    fn from_secret(bytes: Vec<u8>) -> Result<Self, Self::Invalid>;
-}
-
-/// The versions of a secret in force: the current one and, after a rotation, the previous one.
-#[derive(Debug, Clone)]
-pub struct KeyRing<K> {
-    current: K,
-    previous: Option<K>,
-}
-
-impl<K> KeyRing<K> {
-    pub fn new(current: K, previous: Option<K>) -> Self {
-        Self { current, previous }
-    }
-
-    /// A secret that is never rotated (a literal value from the environment).
-    pub fn single(current: K) -> Self {
-        Self::new(current, None)
-    }
-
-    /// The version new tokens and signatures are made with.
-    pub fn current(&self) -> &K {
-        &self.current
-    }
-
-    pub fn previous(&self) -> Option<&K> {
-        self.previous.as_ref()
-    }
-
-    /// Every version verification accepts, the current one first.
-    pub fn versions(&self) -> impl Iterator<Item = &K> {
-        std::iter::once(&self.current).chain(self.previous.as_ref())
-    }
-}
+use crate::domain::keys::{KeyRing, SecretKey};
 
 impl<K: SecretKey> KeyRing<K> {
     /// The keys of what Secrets Manager returned. An unusable current value is an error; an
@@ -75,7 +35,7 @@ impl<K: SecretKey> KeyRing<K> {
                     None
                 }
             });
-        Ok(Self { current, previous })
+        Ok(Self::new(current, previous))
     }
 }
 
@@ -108,21 +68,15 @@ pub trait SecretFetcher: Send + Sync {
     async fn fetch(&self) -> Result<SecretVersions, SecretsError>;
 }
 
-/// The failed Secrets Manager call (boxed: the SDK's error is large).
-pub type GetSecretValueError = Box<
-    aws_sdk_secretsmanager::error::SdkError<
-        aws_sdk_secretsmanager::operation::get_secret_value::GetSecretValueError,
-    >,
->;
-
 #[derive(Debug, thiserror::Error)]
 pub enum SecretsError {
     #[error("could not read the {stage} version of secret {secret_id} from Secrets Manager")]
     Fetch {
         secret_id: String,
         stage: &'static str,
+        /// The secrets store's own error (the SDK's, in AWS), kept whole.
         #[source]
-        source: GetSecretValueError,
+        source: crate::application::error::BoxError,
     },
     #[error("the {stage} version of secret {secret_id} has neither a string nor a binary value")]
     Empty {

@@ -1,0 +1,219 @@
+//! Each Lambda function's start-up, whole: read its configuration (a bad setting stops it here,
+//! at cold start), fetch its secrets, open its adapters, build its handler through
+//! [`crate::wiring::backends`] and hand it to the runtime. `functions/<name>/src/main.rs` calls
+//! the function of the same name and nothing else.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use lambda_http::{Body, Request, Response};
+pub use lambda_runtime::Error;
+use lambda_runtime::{service_fn, LambdaEvent};
+use serde_json::Value;
+
+use crate::adapters::aws;
+use crate::adapters::redis::queue::RedisQueue;
+use crate::adapters::secret_source::origin_guard;
+use crate::adapters::sqs::SqsPublisher;
+use crate::application::http::origin::OriginGuard;
+use crate::application::{admit, availability, confirm, hold, join, outbox_stream, poll, status};
+use crate::domain::clock::SystemClock;
+use crate::wiring::backends::{Admit, Expire, Queue};
+use crate::wiring::config::{
+    AdmitConfig, AvailabilityConfig, ConfirmConfig, ExpireConfig, HoldConfig, JoinConfig,
+    OutboxStreamConfig, PollConfig, StatusConfig,
+};
+use crate::wiring::logging;
+
+/// `join`: `POST /events/{eventId}/queue`.
+pub async fn join() -> Result<(), Error> {
+    logging::init();
+    let config = JoinConfig::from_env()?;
+    let origin = origin_guard(config.origin.clone()).await?;
+    let queue = Queue::new(
+        Arc::new(RedisQueue::open(&config.queue.redis)?),
+        Arc::new(config.events.records()),
+    );
+    let key = config.queue.signing_key.load().await?;
+    let api = queue.queue_api(key, Arc::new(SystemClock), config.required_claim);
+    serve_http(origin, move |request| {
+        let api = api.clone();
+        async move {
+            // Picks up a rotated signing key every few minutes (one request does it).
+            api.key.refresh_if_stale().await;
+            join::handle(&api, request).await
+        }
+    })
+    .await
+}
+
+/// `poll`: `GET` and `DELETE /events/{eventId}/queue/{queueId}`.
+pub async fn poll() -> Result<(), Error> {
+    logging::init();
+    let config = PollConfig::from_env()?;
+    let origin = origin_guard(config.origin.clone()).await?;
+    let queue = Queue::new(
+        Arc::new(RedisQueue::open(&config.queue.redis)?),
+        Arc::new(config.events.records()),
+    );
+    let key = config.queue.signing_key.load().await?;
+    let api = queue.queue_api(key, Arc::new(SystemClock), None);
+    serve_http(origin, move |request| {
+        let api = api.clone();
+        async move {
+            api.key.refresh_if_stale().await;
+            poll::handle(&api, request).await
+        }
+    })
+    .await
+}
+
+/// `hold`: holds, releases, the order's status.
+pub async fn hold() -> Result<(), Error> {
+    logging::init();
+    let config = HoldConfig::from_env()?;
+    let origin = origin_guard(config.origin.clone()).await?;
+    let queue = Queue::new(
+        Arc::new(RedisQueue::open(&config.queue.redis)?),
+        Arc::new(config.events.records()),
+    );
+    let key = config.queue.signing_key.load().await?;
+    let api = queue.hold_api(Arc::new(config.ledger.ledger()), key, Arc::new(SystemClock));
+    serve_http(origin, move |request| {
+        let api = api.clone();
+        async move {
+            api.key.refresh_if_stale().await;
+            hold::handle(&api, request).await
+        }
+    })
+    .await
+}
+
+/// `confirm`: `POST /orders/{orderId}/confirm`, the payment webhook.
+pub async fn confirm() -> Result<(), Error> {
+    logging::init();
+    let config = ConfirmConfig::from_env()?;
+    let origin = origin_guard(config.origin.clone()).await?;
+    // The webhook reads no events table: the queue's records are never touched here.
+    let queue = Arc::new(RedisQueue::open(&config.redis)?);
+    let secret = config.webhook_secret.load().await?;
+    let api = confirm::ConfirmApi {
+        ledger: Arc::new(config.ledger.ledger()),
+        admissions: queue.clone(),
+        limits: queue,
+        secret,
+        clock: Arc::new(SystemClock),
+    };
+    serve_http(origin, move |request| {
+        let api = api.clone();
+        async move {
+            // Picks up a rotated webhook secret every few minutes (one request does it).
+            api.secret.refresh_if_stale().await;
+            confirm::handle(&api, request).await
+        }
+    })
+    .await
+}
+
+/// `status`: the public, cacheable routes.
+pub async fn status() -> Result<(), Error> {
+    logging::init();
+    let config = StatusConfig::from_env()?;
+    let origin = origin_guard(config.origin.clone()).await?;
+    let api = Queue::new(
+        Arc::new(RedisQueue::open(&config.redis)?),
+        Arc::new(config.events.records()),
+    )
+    .status_api();
+    serve_http(origin, move |request| {
+        let api = api.clone();
+        async move { status::handle(&api, request).await }
+    })
+    .await
+}
+
+/// `admit`: the scheduled admission loop, about a minute per invocation.
+pub async fn admit() -> Result<(), Error> {
+    logging::init();
+    let config = AdmitConfig::from_env()?;
+    let admit = Admit::new(
+        Queue::new(
+            Arc::new(RedisQueue::open(&config.redis)?),
+            Arc::new(config.events.records()),
+        ),
+        Some(Arc::new(config.ledger.ledger())),
+    );
+    let rebuild = admit.rebuild();
+    let (admit, rebuild, config) = (&admit, rebuild.as_ref(), &config);
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        admit::admit_for_invocation(
+            admit.ports(rebuild),
+            &SystemClock,
+            config.run,
+            config.tick,
+            event,
+        )
+        .await
+    }))
+    .await
+}
+
+/// `expire`: the scheduled sweep of lapsed holds.
+pub async fn expire() -> Result<(), Error> {
+    logging::init();
+    let config = ExpireConfig::from_env()?;
+    let expire = Expire::new(
+        Arc::new(config.ledger.ledger()),
+        Arc::new(RedisQueue::open(&config.redis)?),
+    );
+    let expiry = expire.expiry(&SystemClock);
+    let expiry = &expiry;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        expiry.handle(event).await
+    }))
+    .await
+}
+
+/// `availability`: the seats table's stream, kept as the seat map in Redis.
+pub async fn availability() -> Result<(), Error> {
+    logging::init();
+    let config = AvailabilityConfig::from_env()?;
+    let seat_map = RedisQueue::open(&config.redis)?.availability_board();
+    let seat_map = &seat_map;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        availability::handle(seat_map, event).await
+    }))
+    .await
+}
+
+/// `outbox-stream`: the outbox table's stream, published to the ticket queue.
+pub async fn outbox_stream() -> Result<(), Error> {
+    logging::init();
+    // A missing queue URL stops the function here, before it takes a batch.
+    let config = OutboxStreamConfig::from_env()?;
+    let publisher = SqsPublisher::new(aws::sqs(&config.aws), config.publisher.queue_url);
+    let publisher = &publisher;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        outbox_stream::handle(publisher, event).await
+    }))
+    .await
+}
+
+/// Serves HTTP API requests: a request that skipped CloudFront is refused (403) before anything
+/// else is read; the others go to `handle`.
+async fn serve_http<H, F>(origin: OriginGuard, handle: H) -> Result<(), Error>
+where
+    H: Fn(Request) -> F + Clone + Send + 'static,
+    F: Future<Output = Response<Body>> + Send,
+{
+    lambda_http::run(lambda_http::service_fn(move |request: Request| {
+        let (origin, handle) = (origin.clone(), handle.clone());
+        async move {
+            if let Some(refused) = origin.refuse(&request).await {
+                return Ok::<_, Error>(refused);
+            }
+            Ok(handle(request).await)
+        }
+    }))
+    .await
+}
