@@ -7,8 +7,8 @@ use clap::{Parser, Subcommand};
 use crate::dev::DevArgs;
 use crate::endpoints::EndpointArgs;
 use crate::event_admin::SettingsChange;
-use crate::plan::PlanArgs;
-use crate::simulate::SimulateArgs;
+use crate::tools::plan::PlanArgs;
+use crate::tools::simulate::SimulateArgs;
 use crate::venue::VenueArgs;
 use crate::verify_draw::VerifyDrawArgs;
 

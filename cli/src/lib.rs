@@ -11,21 +11,19 @@
 //!   seats table stream → `availability`).
 //! - [`dev`]: `lineup dev`, the whole on-sale on one machine: the API as API Gateway would call
 //!   the functions, the schedules, the waiting-room page, a payment provider and a ticket desk.
-//! - [`simulate`]: `lineup simulate`, a crowd driven through the local API, with a report and
-//!   the invariants checked over what was stored.
-//! - [`plan`]: `lineup plan`, an on-sale's peak load on each AWS service beside its default quota,
-//!   what to raise, and the cost per million queued customers.
 //! - [`verify_draw`]: `lineup verify-draw`, an event's published pre-queue draw checked from its
 //!   public routes, as any outsider can.
+//!
+//! Apart, in [`tools`]: the engineers' instruments, not part of running an on-sale
+//! (`lineup simulate`, `lineup plan`).
 
 pub mod commands;
 pub mod dev;
 pub mod endpoints;
 pub mod event_admin;
 pub mod local_stack;
-pub mod plan;
-pub mod simulate;
 pub mod stream_pump;
+pub mod tools;
 pub mod venue;
 pub mod verify_draw;
 

@@ -11,7 +11,8 @@ use lineup::application::ports::event_records::EventRecords;
 use lineup::application::ports::queue::EventSettingsStore;
 use lineup::domain::ids::EventId;
 use lineup_cli::commands::{Cli, Command, EventAction, SeedArgs};
-use lineup_cli::{dev, event_admin, plan, simulate, verify_draw};
+use lineup_cli::tools::{plan, simulate};
+use lineup_cli::{dev, event_admin, verify_draw};
 use tracing::level_filters::LevelFilter;
 
 type Failure = Box<dyn std::error::Error>;

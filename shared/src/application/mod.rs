@@ -47,3 +47,8 @@ pub mod rotating;
 pub mod seeding;
 pub mod status;
 pub mod stream_batch;
+
+#[cfg(test)]
+pub(crate) mod fakes;
+#[cfg(test)]
+mod tests;

@@ -154,10 +154,10 @@ pub fn profile(crowd: &Crowd, operations: &Operations, on_sale: &OnSale) -> Load
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::crowd::simulate;
-    use crate::plan::load::{HotKey, Table};
-    use crate::plan::on_sale::tests::example;
-    use crate::plan::stack_defaults::Route;
+    use crate::tools::plan::crowd::simulate;
+    use crate::tools::plan::load::{HotKey, Table};
+    use crate::tools::plan::on_sale::tests::example;
+    use crate::tools::plan::stack_defaults::Route;
 
     fn profile_of(on_sale: &OnSale) -> LoadProfile {
         profile(

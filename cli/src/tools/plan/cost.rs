@@ -205,7 +205,7 @@ fn round(amount: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::load::Load;
+    use crate::tools::plan::load::Load;
 
     fn profile_with(total: Load, redis_gb_hours: f64) -> LoadProfile {
         LoadProfile {

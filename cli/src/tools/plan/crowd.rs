@@ -176,8 +176,8 @@ fn overlap(from: f64, to: f64, start: f64, end: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::on_sale::tests::example;
-    use crate::plan::on_sale::OnSale;
+    use crate::tools::plan::on_sale::tests::example;
+    use crate::tools::plan::on_sale::OnSale;
 
     fn total(crowd: &Crowd, action: impl Fn(&CrowdMoment) -> f64) -> f64 {
         crowd

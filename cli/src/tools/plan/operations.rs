@@ -475,9 +475,9 @@ impl Operations {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::aws_figures::AwsFigures;
-    use crate::plan::on_sale::tests::example;
-    use crate::plan::on_sale::Behaviour;
+    use crate::tools::plan::aws_figures::AwsFigures;
+    use crate::tools::plan::on_sale::tests::example;
+    use crate::tools::plan::on_sale::Behaviour;
 
     fn close(actual: f64, expected: f64, tolerance: f64) -> bool {
         (actual - expected).abs() <= tolerance

@@ -1,0 +1,16 @@
+//! In-memory fakes of the ports that carry business decisions, for unit tests of the use cases
+//! without Redis or DynamoDB. Each keeps its state in a mutex, answers as the real adapter does
+//! (the same errors for the same situations), and can be told to fail, to play an outage.
+//!
+//! - [`admissions`]: live admissions and ticket limits (what `hold` and `confirm` ask the queue).
+//! - [`ledger`]: the seat ledger (seats, holds, orders, payments, the sweep).
+//! - [`records`]: event records, layouts and the published draw.
+//! - [`seat_map`]: the availability board.
+//! - [`queue`]: the queue's ports where they are more than one Lua call (admitting, drawing,
+//!   restoring, numbering, settings).
+
+pub mod admissions;
+pub mod ledger;
+pub mod queue;
+pub mod records;
+pub mod seat_map;

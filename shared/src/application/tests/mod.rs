@@ -1,0 +1,9 @@
+//! Unit tests of the use cases through the in-memory fakes ([`super::fakes`]): the decisions of
+//! each function, in milliseconds, with no Redis and no DynamoDB. What only the real stores can
+//! prove (Lua atomicity, transactions, races) stays in the `tests/` crate.
+
+mod admit;
+mod confirm;
+mod expire;
+mod hold;
+mod restore;
