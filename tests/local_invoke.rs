@@ -15,13 +15,13 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
-use lineup::adapters::dynamo::tables::create_tables;
 use lineup::adapters::dynamo::{DynamoLedger, TableNames};
 use lineup::adapters::redis::keys::EventKeys;
 use lineup::application::ports::queue::{EventSettingsStore, WaitingLine};
 use lineup::domain::event_settings::EventSettings;
 use lineup::domain::ids::{CustomerId, EventId};
 use lineup::domain::seat::NewSeat;
+use lineup_cli::local_stack::tables as local_tables;
 use lineup_tests::on_sale::{seat, webhook_secret};
 use lineup_tests::route;
 use lineup_tests::{customer, queue, redis, sample, SAMPLE_CUSTOMER, SAMPLE_EVENT};
@@ -152,17 +152,16 @@ async fn healthy() {
     let tables = TableNames::from_lookup(|name| std::env::var(name).ok()).expect("table names");
     let aws = lineup_tests::aws::settings();
     let dynamo = lineup::adapters::aws::dynamodb(&aws);
-    create_tables(&dynamo, &tables)
+    local_tables::create_ledger_tables(&dynamo, &tables)
         .await
         .expect("create tables");
+    local_tables::create(&dynamo, local_tables::EVENTS, &env("EVENTS_TABLE"))
+        .await
+        .expect("create the events table");
     let records = lineup::adapters::dynamo::event_records::DynamoEventRecords::new(
         dynamo.clone(),
         env("EVENTS_TABLE"),
     );
-    records
-        .create_table()
-        .await
-        .expect("create the events table");
     let ledger = DynamoLedger::new(dynamo.clone(), tables.clone());
     let seats: Vec<NewSeat> = (1..=8)
         .map(|n| NewSeat {

@@ -15,6 +15,7 @@
 //! so, and stops that one too when it stops ([`LocalStack::stop`]).
 
 pub mod redis_server;
+pub mod tables;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

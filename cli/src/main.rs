@@ -5,12 +5,12 @@ use std::time::SystemTime;
 
 use clap::Parser;
 use lineup::adapters::dynamo::event_records::DynamoEventRecords;
-use lineup::adapters::dynamo::tables::create_tables;
 use lineup::adapters::redis::queue::RedisQueue;
 use lineup::application::ports::event_records::EventRecords;
 use lineup::application::ports::queue::EventSettingsStore;
 use lineup::domain::ids::EventId;
 use lineup_cli::commands::{Cli, Command, EventAction, SeedArgs};
+use lineup_cli::local_stack::tables;
 use lineup_cli::tools::{plan, simulate};
 use lineup_cli::{dev, event_admin, verify_draw};
 use tracing::level_filters::LevelFilter;
@@ -96,8 +96,8 @@ async fn seed(args: SeedArgs) -> Result<(), Failure> {
     let ledger = args.endpoints.ledger().await?;
     let records = args.endpoints.records().await?;
     if args.create_tables {
-        create_tables(ledger.client(), ledger.tables()).await?;
-        records.create_table().await?;
+        tables::create_ledger_tables(ledger.client(), ledger.tables()).await?;
+        tables::create(ledger.client(), tables::EVENTS, records.table()).await?;
     }
     let now = SystemTime::now();
     let queue = args.endpoints.queue()?;

@@ -11,12 +11,12 @@ use std::time::{Duration, SystemTime};
 
 use lineup::adapters::aws::AwsSettings;
 use lineup::adapters::dynamo::event_records::DynamoEventRecords;
-use lineup::adapters::dynamo::tables::create_tables;
 use lineup::adapters::dynamo::{DynamoLedger, TableNames};
 use lineup::adapters::redis::queue::RedisQueue;
 use lineup::domain::ids::{EventId, SeatId};
 use lineup::domain::seat::NewSeat;
 use lineup_cli::event_admin::{self, SettingsChange};
+use lineup_cli::local_stack::tables as local_tables;
 
 fn required(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
@@ -48,10 +48,14 @@ impl Stage {
             outbox: format!("cli-profile-{id}-outbox"),
         };
         let dynamodb = lineup::adapters::aws::dynamodb(&AwsSettings::local(&endpoint_url));
-        create_tables(&dynamodb, &tables).await.expect("tables");
+        local_tables::create_ledger_tables(&dynamodb, &tables)
+            .await
+            .expect("tables");
         let events_table = format!("cli-profile-{id}-events");
+        local_tables::create(&dynamodb, local_tables::EVENTS, &events_table)
+            .await
+            .expect("events table");
         let records = DynamoEventRecords::new(dynamodb.clone(), events_table.clone());
-        records.create_table().await.expect("events table");
         let ledger = DynamoLedger::new(dynamodb, tables.clone());
         let seats: Vec<NewSeat> = (1..=5)
             .map(|n| NewSeat {

@@ -30,6 +30,7 @@ use lineup::domain::event_settings::EventSettings;
 use lineup::domain::ids::{CustomerId, EventId};
 use lineup::domain::signing::{QueueTicket, SigningKey};
 use lineup::wiring::backends::{Admit, Queue};
+use lineup_cli::local_stack::tables;
 use serde_json::Value;
 
 /// The development signing key (`lineup dev`'s). Not a secret: it signs nothing outside local
@@ -123,8 +124,7 @@ async fn shared_events_table() -> String {
     TABLE
         .get_or_init(|| async {
             let name = aws::unique("events");
-            DynamoEventRecords::new(aws::dynamo().await, name.clone())
-                .create_table()
+            tables::create(&aws::dynamo().await, tables::EVENTS, &name)
                 .await
                 .expect("create the events table");
             name
@@ -136,12 +136,11 @@ async fn shared_events_table() -> String {
 /// An events table of its own, for a test whose admitter lists every open event (a shared table
 /// would make it tick other tests' events).
 pub async fn private_records() -> Arc<DynamoEventRecords> {
-    let records = DynamoEventRecords::new(aws::dynamo().await, aws::unique("events"));
-    records
-        .create_table()
+    let name = aws::unique("events");
+    tables::create(&aws::dynamo().await, tables::EVENTS, &name)
         .await
         .expect("create an events table");
-    Arc::new(records)
+    Arc::new(DynamoEventRecords::new(aws::dynamo().await, name))
 }
 
 /// The public routes over the shared Redis and `records`.

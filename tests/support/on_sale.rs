@@ -8,7 +8,6 @@ use std::time::{Duration, SystemTime};
 
 use lambda_http::{Body, Request, Response};
 use lineup::adapters::dynamo::event_records::DynamoEventRecords;
-use lineup::adapters::dynamo::tables::create_tables;
 use lineup::adapters::dynamo::{DynamoLedger, TableNames};
 use lineup::adapters::redis::queue::RedisQueue;
 use lineup::application::confirm;
@@ -27,6 +26,7 @@ use lineup::domain::layout::SeatLayout;
 use lineup::domain::seat::NewSeat;
 use lineup::domain::webhook_signature::WebhookSecret;
 use lineup::wiring::backends::Queue;
+use lineup_cli::local_stack::tables as local_tables;
 use serde_json::Value;
 
 use crate::aws::{dynamo, unique};
@@ -111,7 +111,7 @@ impl OnSale {
             orders: unique("orders"),
             outbox: unique("outbox"),
         };
-        create_tables(&dynamo, &tables)
+        local_tables::create_ledger_tables(&dynamo, &tables)
             .await
             .expect("create tables");
         let ledger = Arc::new(DynamoLedger::new(dynamo.clone(), tables.clone()));

@@ -37,7 +37,6 @@ use axum::handler::HandlerWithoutStateExt;
 use axum::http::StatusCode;
 use axum::routing::{get, on, post, MethodFilter};
 use axum::{Json, Router};
-use lineup::adapters::dynamo::tables::create_tables;
 use lineup::adapters::dynamo::{DynamoLedger, TableNames};
 use lineup::adapters::redis::queue::RedisQueue;
 use lineup::adapters::sqs::SqsPublisher;
@@ -53,6 +52,7 @@ use tower_http::services::ServeDir;
 
 use crate::endpoints::{self, LOCAL_MOTO_PORT, LOCAL_REDIS_PORT};
 use crate::event_admin::{self, SettingsChange};
+use crate::local_stack::tables::{self as local_tables, TableError};
 use crate::local_stack::{CacheDir, LocalStack, StackError, StackPorts};
 use crate::stream_pump::{self, AvailabilityStream, OutboxStream, PumpError, StartAt, StreamPump};
 use crate::venue::{self, VenueError};
@@ -116,6 +116,8 @@ pub struct DevArgs {
 pub enum DevError {
     #[error(transparent)]
     Stack(#[from] StackError),
+    #[error(transparent)]
+    Tables(#[from] TableError),
     #[error(transparent)]
     Venue(#[from] VenueError),
     #[error("{0} is not a valid event id")]
@@ -284,9 +286,15 @@ async fn prepare(
         orders: endpoints::LOCAL_ORDERS_TABLE.to_owned(),
         outbox: endpoints::LOCAL_OUTBOX_TABLE.to_owned(),
     };
-    create_tables(&dynamodb, &tables).await?;
+    // The tables as template.yaml declares them (keys, index, streams, TTL).
+    local_tables::create_ledger_tables(&dynamodb, &tables).await?;
+    local_tables::create(
+        &dynamodb,
+        local_tables::EVENTS,
+        endpoints::LOCAL_EVENTS_TABLE,
+    )
+    .await?;
     let records = DynamoEventRecords::new(dynamodb.clone(), endpoints::LOCAL_EVENTS_TABLE);
-    records.create_table().await?;
     let ticket_queue_url = sqs
         .create_queue()
         .queue_name(TICKET_QUEUE)

@@ -24,14 +24,11 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ReturnValue,
-    ScalarAttributeType,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use aws_sdk_dynamodb::Client;
 
 use crate::adapters::dynamo::items::{n, s};
-use crate::adapters::dynamo::{built, store_error};
+use crate::adapters::dynamo::store_error;
 use crate::application::error::LineupError;
 use crate::application::ports::event_records::{
     AdmissionCursor, AuditEntry, AuditLog, DrawPublication, EventRecord, EventRecords, LayoutStore,
@@ -101,38 +98,6 @@ impl DynamoEventRecords {
 
     pub fn table(&self) -> &str {
         &self.table
-    }
-
-    /// Creates the events table (on-demand). For local stacks and tests only.
-    pub async fn create_table(&self) -> Result<(), LineupError> {
-        let attribute = |name: &str| {
-            built(
-                AttributeDefinition::builder()
-                    .attribute_name(name)
-                    .attribute_type(ScalarAttributeType::S)
-                    .build(),
-            )
-        };
-        let key = |name: &str, kind| {
-            built(
-                KeySchemaElement::builder()
-                    .attribute_name(name)
-                    .key_type(kind)
-                    .build(),
-            )
-        };
-        self.client
-            .create_table()
-            .table_name(&self.table)
-            .billing_mode(BillingMode::PayPerRequest)
-            .attribute_definitions(attribute("pk"))
-            .attribute_definitions(attribute("sk"))
-            .key_schema(key("pk", KeyType::Hash))
-            .key_schema(key("sk", KeyType::Range))
-            .send()
-            .await
-            .map_err(store_error)?;
-        Ok(())
     }
 
     async fn body(&self, pk: AttributeValue, sk: &str) -> Result<Option<String>, LineupError> {

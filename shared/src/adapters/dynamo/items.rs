@@ -17,7 +17,7 @@ pub(crate) type Item = HashMap<String, AttributeValue>;
 /// Pending orders are found by the expiry sweep through a sparse GSI, spread over this many keys.
 pub const PENDING_SHARDS: u32 = 8;
 
-pub(crate) const PENDING_INDEX: &str = "pending_by_expiry";
+pub const PENDING_INDEX: &str = "pending_by_expiry";
 
 pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())

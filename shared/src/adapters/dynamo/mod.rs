@@ -17,7 +17,6 @@ pub mod hold;
 pub mod items;
 pub mod orders;
 pub mod seats;
-pub mod tables;
 
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::CancellationReason;
