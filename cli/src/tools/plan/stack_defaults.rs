@@ -177,6 +177,20 @@ impl Route {
 mod tests {
     use super::*;
 
+    /// The plan models every function there is (`lineup::wiring::functions`), by its name.
+    #[test]
+    fn the_plan_knows_exactly_the_functions_there_are() {
+        let modelled: Vec<&str> = Function::ALL.iter().map(|f| f.name()).collect();
+        let mut modelled_sorted = modelled.clone();
+        modelled_sorted.sort_unstable();
+        let mut existing: Vec<&str> = lineup::wiring::functions::FUNCTIONS
+            .iter()
+            .map(|f| f.name)
+            .collect();
+        existing.sort_unstable();
+        assert_eq!(modelled_sorted, existing);
+    }
+
     fn template() -> String {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
             .expect("template.yaml is beside the workspace")
