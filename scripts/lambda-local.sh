@@ -51,7 +51,7 @@ COMMON_ENV=(
 )
 
 # function_env FUNCTION SECRETS: the variables FUNCTION is given beside COMMON_ENV, only those it
-# uses (shared/src/config.rs); SECRETS is `arn` (Secrets Manager, as in AWS) or `literal`.
+# uses (shared/src/wiring/config.rs); SECRETS is `arn` (Secrets Manager, as in AWS) or `literal`.
 function_env() {
   local signing="LINEUP_SIGNING_KEY=$SIGNING_KEY" webhook="LINEUP_WEBHOOK_SECRET=$WEBHOOK_SECRET"
   if [ "$2" = arn ]; then

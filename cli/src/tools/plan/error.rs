@@ -6,10 +6,10 @@ pub enum PlanError {
     #[error("invalid arguments: {0}")]
     InvalidArguments(String),
 
-    #[error("cli/src/plan/aws_figures.json does not parse")]
+    #[error("cli/src/tools/plan/aws_figures.json does not parse")]
     FiguresUnreadable(#[source] serde_json::Error),
 
-    #[error("cli/src/plan/aws_figures.json: {figure} {problem}")]
+    #[error("cli/src/tools/plan/aws_figures.json: {figure} {problem}")]
     FigureWithoutProvenance { figure: String, problem: String },
 
     #[error("cannot write the plan as JSON")]

@@ -86,26 +86,26 @@ pub const AVAILABILITY_FIXED_BYTES: f64 = 150.0;
 /// 20,000 seats, 1,094,435 at 80,000 (13.7 a seat); gzip takes it to about 2.6 a seat, so this
 /// is an upper bound on what CloudFront sends. Stored as is in the events table, in parts.
 pub const LAYOUT_BYTES_PER_SEAT: f64 = 13.7;
-/// A layout part's most bytes (`LAYOUT_PART_BYTES`, shared/src/event_records/dynamo.rs).
+/// A layout part's most bytes (`LAYOUT_PART_BYTES`, shared/src/adapters/dynamo/event_records.rs).
 pub const LAYOUT_PART_BYTES: f64 = 350_000.0;
 /// Layouts fetched per admitted customer: the one version of the on-sale, once (immutable,
 /// kept by the page).
 pub const LAYOUTS_PER_ADMITTED: f64 = 1.0;
-/// One entry of a published draw chunk, `["<32 hex digits>",12345]`: ~48 bytes (shared/src/draw.rs:
+/// One entry of a published draw chunk, `["<32 hex digits>",12345]`: ~48 bytes (shared/src/domain/draw.rs:
 /// 256 entries are about 12 KB).
 pub const DRAW_ENTRY_BYTES: f64 = 48.0;
 /// A draw summary, and an admission cursor with its checkpoints (the events table's items).
 const DRAW_SUMMARY_BYTES: f64 = 500.0;
 const ADMISSION_CURSOR_BYTES: f64 = 3_000.0;
-/// How long the status may be cached (`STATUS_MAX_AGE`, shared/src/status.rs). Draw chunks never
+/// How long the status may be cached (`STATUS_MAX_AGE`, shared/src/domain/status.rs). Draw chunks never
 /// change: each is fetched from the origin once.
 pub const STATUS_CACHE_SECONDS: f64 = 2.0;
 /// How long the availability may be cached (`max-age=1`, `AvailabilityDocument::cache_control`,
-/// shared/src/availability/mod.rs; stale-while-revalidate lets one request refresh it while
+/// shared/src/application/ports/availability.rs; stale-while-revalidate lets one request refresh it while
 /// the others get the stale copy): behind Origin Shield, one origin request a second per event.
 pub const AVAILABILITY_CACHE_SECONDS: f64 = 1.0;
 /// How long a `hold` instance trusts an event's current layout before an exact hold reads the
-/// availability again for it (`CURRENT_MAX_AGE`, shared/src/layout_catalogue.rs).
+/// availability again for it (`CURRENT_MAX_AGE`, shared/src/application/layout_catalogue.rs).
 pub const CURRENT_LAYOUT_SECONDS: f64 = 2.0;
 /// `pending_by_expiry` keys in all (`PENDING_SHARDS`).
 pub const PENDING_SHARDS: f64 = 8.0;
@@ -155,7 +155,7 @@ const EXPIRE_BUSY_SHARE: f64 = 2.0 / 60.0;
 
 // ---- Secrets and queue requests.
 /// Each warm instance of an HTTP function reads its secrets' two versions at cold start and
-/// every 5 minutes (shared/src/secrets/).
+/// every 5 minutes (shared/src/application/rotating.rs).
 pub const SECRET_VERSIONS_READ: f64 = 2.0;
 pub const SECRET_REFRESH_SECONDS: f64 = 300.0;
 /// A ticket message is sent by `outbox-stream`, then received and deleted by the consumer.
@@ -222,7 +222,7 @@ pub struct Operations {
     /// The layout document's bytes (uncompressed), and the parts it is stored in.
     pub layout_bytes: f64,
     pub layout_parts: f64,
-    /// Chunks the draw is published in (`prefix_len`, shared/src/draw.rs).
+    /// Chunks the draw is published in (`prefix_len`, shared/src/domain/draw.rs).
     pub draw_chunks: f64,
     pub draw_chunk_bytes: f64,
 }
@@ -261,7 +261,7 @@ pub fn availability_invocations(seat_changes_per_second: f64) -> f64 {
     SEATS_STREAM_SHARDS * (per_shard / AVAILABILITY_BATCH_SIZE).max(by_window)
 }
 
-/// One hold transaction's write units, `n` seats (shared/src/ledger/dynamo/hold.rs): 2 a seat
+/// One hold transaction's write units, `n` seats (shared/src/adapters/dynamo/hold.rs): 2 a seat
 /// (transactional), 2 each for the order and the customer's hold lock, and the order's
 /// `pending_by_expiry` entry. §4's 3n+5 less the n `seat_map` index writes ADR 0017 dropped:
 /// 2n+5. A ticket limit adds a ConditionCheck of the seats bought (2 more): not counted, no

@@ -185,7 +185,7 @@ impl Plan {
         }
         let _ = writeln!(
             out,
-            "\nUnverified figures (cli/src/plan/aws_figures.json): {}",
+            "\nUnverified figures (cli/src/tools/plan/aws_figures.json): {}",
             self.unverified.join(", ")
         );
         out

@@ -1,6 +1,6 @@
 //! What the ledger actually stored for the simulated event, read straight from the tables
 //! (not through the API, which shows the customer's view): the ground truth the invariants are
-//! checked against. Attribute names as in `shared/src/ledger/dynamo/items.rs`.
+//! checked against. Attribute names as in `shared/src/adapters/dynamo/items.rs`.
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -89,7 +89,7 @@ pub struct WaitLog {
 /// passed that number, while the cache did not know it: it had not seen its number called on
 /// any status read before the restore, so by what it knew it was still waiting when the cache
 /// was lost. The restore is designed to put such a number back at the front of the queue, to be
-/// admitted as places free, not at once (`shared/src/place_restore.rs`); so its claims answered
+/// admitted as places free, not at once (`shared/src/application/restore.rs`); so its claims answered
 /// `waiting` from then on are counted here, not as passed over. Whether its number had in fact
 /// been called before the loss is decided over the whole crowd afterwards
 /// ([`super::invariants::QueueFacts`]): if any status published before the restore showed it
