@@ -145,6 +145,22 @@ mod tests {
         found
     }
 
+    /// The dev server stands in for exactly the HTTP functions of `lineup::wiring::functions`.
+    #[test]
+    fn the_dev_server_runs_every_http_function() {
+        use lineup::wiring::functions::{Trigger, FUNCTIONS};
+        let served: BTreeSet<String> = routes()
+            .iter()
+            .map(|route| format!("{:?}", route.function).to_lowercase())
+            .collect();
+        let http: BTreeSet<String> = FUNCTIONS
+            .iter()
+            .filter(|function| function.trigger == Trigger::Http)
+            .map(|function| function.name.to_owned())
+            .collect();
+        assert_eq!(served, http);
+    }
+
     #[test]
     fn the_dev_server_serves_exactly_the_templates_routes() {
         let served: BTreeSet<String> = routes().iter().map(Route::key).collect();
