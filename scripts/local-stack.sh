@@ -82,6 +82,24 @@ ensure_moto() {
   "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION"
 }
 
+# Schemathesis (the schema-based fuzzer scripts/contract.sh runs against `lineup dev`) in a venv
+# of its own beside moto's, $LOCAL_DIR/schemathesis: its dependencies (hypothesis, werkzeug,
+# requests, ...) must not move the ones moto[server] is pinned with. Installed once, and again
+# only when the pinned version changes. Puts its `schemathesis` on PATH.
+SCHEMATHESIS_VERSION="4.32.5"
+ensure_schemathesis() {
+  local venv="$LOCAL_DIR/schemathesis"
+  export PATH="$venv/bin:$PATH"
+  if [ -x "$venv/bin/schemathesis" ] && "$venv/bin/python" -c "import importlib.metadata as m, sys
+sys.exit(m.version('schemathesis') != '$SCHEMATHESIS_VERSION')" 2>/dev/null; then
+    return
+  fi
+  echo "==> creating $venv with schemathesis==$SCHEMATHESIS_VERSION"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+}
+
 # start_moto PORT: moto behind scripts/moto_server.py, which serialises DynamoDB requests
 # (stock moto oversells under concurrency; see that file). Exports what the AWS SDK needs.
 start_moto() {

@@ -3,7 +3,8 @@
 # moto[server]; cargo-lambda and the SAM CLI; the arm64 Rust target), starts Redis and the
 # serialised moto server on loopback ports, builds the workspace (the test binaries and the debug
 # binaries of the functions, which scripts/lambda-local.sh runs), runs the whole test suite
-# against them, then scripts/lambda-local.sh and scripts/e2e.sh; beside all that, `sam build`
+# against them, then scripts/lambda-local.sh, scripts/e2e.sh and scripts/contract.sh (the API
+# schema fuzzed against `lineup dev`, with schemathesis); beside all that, `sam build`
 # (scripts/sam-build.sh). Stops what it started and prints how long each step took. CI runs
 # exactly this (via .ci/run).
 #
@@ -11,7 +12,8 @@
 #   scripts/test.sh -- join    # extra arguments go to `cargo test` (e.g. a test-name filter)
 #   LINEUP_TEST_REDIS_PORT=6431 LINEUP_TEST_MOTO_PORT=5041 LINEUP_TEST_CLUSTER_PORT=7131 \
 #     LINEUP_LAMBDA_PORT=9301 LINEUP_E2E_PORT=3041 LINEUP_E2E_REDIS_PORT=6441 \
-#     LINEUP_E2E_MOTO_PORT=5051 scripts/test.sh
+#     LINEUP_E2E_MOTO_PORT=5051 LINEUP_CONTRACT_PORT=3111 LINEUP_CONTRACT_REDIS_PORT=6492 \
+#     LINEUP_CONTRACT_MOTO_PORT=5031 scripts/test.sh
 #                              # beside another run on the default ports
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,10 +54,12 @@ export REDIS_URL="redis://127.0.0.1:${REDIS_PORT}"
 # `sam build` (arm64, release: the deploy artifacts, checked by scripts/sam-build.sh) takes
 # minutes of CPU, mostly link-time optimisation, and nothing below needs what it makes. So it
 # runs in the background at the lowest CPU priority, in a process group of its own, using what
-# the builds, the tests and the end-to-end run leave idle; the last step waits for it.
+# the builds, the tests and the end-to-end run leave idle; the last step waits for it. It is CI's
+# lighter arm64 build (LINEUP_SAM_BUILD=ci: thin LTO, parallel code generation; a fraction of
+# the CPU), held to the same checks: the deploy build only shrinks the binaries further.
 echo "==> sam build, in the background (log: $SAM_BUILD_LOG)"
 set -m
-nice -n 19 scripts/sam-build.sh >"$SAM_BUILD_LOG" 2>&1 &
+LINEUP_SAM_BUILD=ci nice -n 19 scripts/sam-build.sh >"$SAM_BUILD_LOG" 2>&1 &
 SAM_BUILD_PID=$!
 set +m
 
@@ -74,6 +78,9 @@ scripts/lambda-local.sh
 
 step "scripts/e2e.sh (lineup dev, the browser test, the copied binary, lineup simulate)"
 scripts/e2e.sh
+
+step "scripts/contract.sh (openapi.yaml against lineup dev: schemathesis, no mismatch and no 5xx)"
+scripts/contract.sh
 
 step "sam build (waiting for the background build)"
 sam_status=0
