@@ -23,7 +23,8 @@ source scripts/steps.sh
 trap 'step_end; stop_local_stack' EXIT
 
 FIRST_PORT="${LINEUP_LAMBDA_PORT:-9201}"
-FUNCTIONS=(join poll admit hold confirm expire outbox-stream status availability)
+# Every function: a folder functions/<name> with a Cargo.toml.
+mapfile -t FUNCTIONS < <(for crate in functions/*/Cargo.toml; do basename "$(dirname "$crate")"; done)
 
 ensure_lambda_tools
 export SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"

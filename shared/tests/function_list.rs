@@ -1,7 +1,8 @@
-//! The list of Lambda functions exists once, in `lineup::wiring::functions::FUNCTIONS`; every
-//! other place that names them (the workspace, the SAM build's Makefile, the scripts that build
-//! and run them, the template) is checked against it here, so a function added or renamed in
-//! one place and not another fails this test, not a deploy.
+//! The list of Lambda functions exists once for the Rust code, in
+//! `lineup::wiring::functions::FUNCTIONS`. The workspace, the SAM build's Makefile and the scripts
+//! take the functions from their folders (`functions/<name>`); the template declares each. Both
+//! are checked against the list here, so a function added or renamed in one place and not
+//! another fails this test, not a deploy.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -17,29 +18,38 @@ fn names() -> BTreeSet<String> {
     FUNCTIONS.iter().map(|f| f.name.to_owned()).collect()
 }
 
-/// The words of the first line starting with `prefix`, after it, up to `end`.
-fn listed(text: &str, prefix: &str, end: &str) -> BTreeSet<String> {
-    let line = text
-        .lines()
-        .find(|line| line.starts_with(prefix))
-        .unwrap_or_else(|| panic!("no line starting with {prefix:?}"));
-    line[prefix.len()..]
-        .split(end)
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(str::to_owned)
+/// The function folders: `functions/<name>` with a `Cargo.toml`. The workspace (`functions/*`),
+/// the SAM Makefile and the scripts all take the functions from these folders.
+fn folders() -> BTreeSet<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
+    std::fs::read_dir(root)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.join("Cargo.toml").is_file())
+        .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
         .collect()
 }
 
+/// The Makefile's rule: a logical id's name, kebab case without "Function".
+fn name_of(logical_id: &str) -> String {
+    let mut name = String::new();
+    let stem = logical_id.strip_suffix("Function").expect("ends in Function");
+    for (i, c) in stem.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            name.push('-');
+        }
+        name.push(c.to_ascii_lowercase());
+    }
+    name
+}
+
 #[test]
-fn the_workspace_has_one_crate_per_function() {
-    let members: BTreeSet<String> = read("Cargo.toml")
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix("\"functions/"))
-        .map(|rest| rest.trim_end_matches("\",").to_owned())
-        .collect();
-    assert_eq!(members, names());
+fn there_is_one_crate_per_function_and_each_calls_its_wiring() {
+    assert_eq!(folders(), names());
+    assert!(
+        read("Cargo.toml").contains("\"functions/*\""),
+        "the workspace takes every folder of functions/"
+    );
     for function in FUNCTIONS {
         let main = read(&format!("functions/{}/src/main.rs", function.name));
         let call = format!("lineup::wiring::lambda::{}()", function.name.replace('-', "_"));
@@ -48,22 +58,17 @@ fn the_workspace_has_one_crate_per_function() {
 }
 
 #[test]
-fn the_sam_makefile_builds_every_function_under_its_logical_id() {
-    let makefile = read("functions/Makefile");
-    assert_eq!(listed(&makefile, "FUNCTIONS := ", "\n"), names());
+fn the_build_and_the_scripts_find_each_function_from_its_folder_and_logical_id() {
     for function in FUNCTIONS {
-        let target = format!("build-{}:\n\t$(call artifact,{})", function.logical_id, function.name);
-        assert!(makefile.contains(&target), "functions/Makefile: {target}");
+        assert_eq!(name_of(function.logical_id), function.name, "{function:?}");
     }
-}
-
-#[test]
-fn the_scripts_build_and_run_every_function() {
+    let makefile = read("functions/Makefile");
+    assert!(makefile.contains("$(wildcard functions/*/Cargo.toml)"));
+    assert!(makefile.contains("build-%Function:"));
     for script in ["scripts/sam-build.sh", "scripts/lambda-local.sh"] {
-        assert_eq!(
-            listed(&read(script), "FUNCTIONS=(", ")"),
-            names(),
-            "{script}'s FUNCTIONS"
+        assert!(
+            read(script).contains("for crate in functions/*/Cargo.toml"),
+            "{script} lists the functions from their folders"
         );
     }
 }
