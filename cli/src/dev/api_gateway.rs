@@ -37,7 +37,7 @@ pub struct Functions {
     pub queue: QueueApi,
     pub hold: HoldApi,
     pub confirm: ConfirmApi,
-    pub public: StatusApi,
+    pub status: StatusApi,
     /// CloudFront's part: the public routes' cache, and the origin's traffic per route.
     pub edge: Arc<EdgeCache>,
 }
@@ -54,7 +54,7 @@ impl Functions {
             Function::Poll => poll::handle(&self.queue, request).await,
             Function::Hold => hold::handle(&self.hold, request).await,
             Function::Confirm => confirm::handle(&self.confirm, request).await,
-            Function::Status => status::handle(&self.public, request).await,
+            Function::Status => status::handle(&self.status, request).await,
         }
     }
 }

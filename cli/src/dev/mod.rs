@@ -357,7 +357,7 @@ async fn prepare(
         queue: backends.queue_api(signing_key.clone().into(), clock.clone(), None),
         hold: backends.hold_api(ledger_handle.clone(), signing_key.into(), clock.clone()),
         confirm: backends.confirm_api(ledger_handle, webhook_secret.clone().into(), clock),
-        public: backends.status_api(),
+        status: backends.status_api(),
         edge: Arc::default(),
     });
 
