@@ -997,3 +997,30 @@ async fn after_a_loss_admission_gives_absent_numbers_time_to_come_back() {
     let tick = admission.tick(&sale.event, later).await;
     assert_eq!((tick.admitted, tick.status.serving), (1, fiftieth));
 }
+
+/// The draw marks its event drawn only if the event is still in the cache: lost between the
+/// draw's numbers and the mark, the event must stay missing (and be re-loaded from its record by
+/// the next tick), not come back as a settings hash with no state, which every script would read
+/// as "no event" and no restore would replace.
+#[tokio::test]
+async fn an_event_lost_during_its_draw_is_not_half_recreated_by_the_mark() {
+    use lineup::application::ports::queue::PreQueueDraw;
+    let queue = lineup_tests::queue();
+    let event = lineup_tests::open_event(&queue, std::time::SystemTime::now()).await;
+    let settings = EventKeys::new(&event).settings;
+    let mut redis = lineup_tests::redis().await;
+    let () = redis::cmd("DEL")
+        .arg(&settings)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+
+    queue.mark_drawn(&event).await.expect("a no-op, not an error");
+
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg(&settings)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(exists, 0, "the mark made a settings hash for a lost event");
+}

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! Lineup: a fair virtual queue and a never-oversold seat ledger for ticket on-sales.
 //!
 //! Every Lambda function in `functions/` is a thin binary around this crate. Four layers, each a

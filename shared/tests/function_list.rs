@@ -33,7 +33,9 @@ fn folders() -> BTreeSet<String> {
 /// The Makefile's rule: a logical id's name, kebab case without "Function".
 fn name_of(logical_id: &str) -> String {
     let mut name = String::new();
-    let stem = logical_id.strip_suffix("Function").expect("ends in Function");
+    let stem = logical_id
+        .strip_suffix("Function")
+        .expect("ends in Function");
     for (i, c) in stem.chars().enumerate() {
         if c.is_ascii_uppercase() && i > 0 {
             name.push('-');
@@ -52,8 +54,15 @@ fn there_is_one_crate_per_function_and_each_calls_its_wiring() {
     );
     for function in FUNCTIONS {
         let main = read(&format!("functions/{}/src/main.rs", function.name));
-        let call = format!("lineup::wiring::lambda::{}()", function.name.replace('-', "_"));
-        assert!(main.contains(&call), "functions/{}: calls {call}", function.name);
+        let call = format!(
+            "lineup::wiring::lambda::{}()",
+            function.name.replace('-', "_")
+        );
+        assert!(
+            main.contains(&call),
+            "functions/{}: calls {call}",
+            function.name
+        );
     }
 }
 

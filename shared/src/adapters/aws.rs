@@ -13,9 +13,11 @@ use aws_smithy_types::timeout::TimeoutConfig;
 /// Where the AWS APIs are and who is calling them.
 #[derive(Debug, Clone)]
 pub struct AwsSettings {
+    /// `AWS_REGION` (or `AWS_DEFAULT_REGION`), e.g. `us-east-1`.
     pub region: String,
     /// `AWS_ENDPOINT_URL`: LocalStack or moto; unset in AWS.
     pub endpoint_url: Option<String>,
+    /// The static credentials every request is signed with (Lambda's, from the environment).
     pub credentials: Credentials,
     /// Bound on one attempt of a request (the SDK retries an attempt that timed out); the whole
     /// request is bounded at three times this. Keeps a stalled connection from hanging a request
@@ -24,6 +26,7 @@ pub struct AwsSettings {
 }
 
 impl AwsSettings {
+    /// The `attempt_timeout` the functions use in AWS.
     pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
 }
 
@@ -58,6 +61,8 @@ pub fn timeouts(settings: &AwsSettings) -> TimeoutConfig {
 
 macro_rules! client {
     ($name:ident, $sdk:ident) => {
+        /// A client of this AWS API from `settings`: region, credentials, endpoint, timeouts,
+        /// and TLS through ring.
         pub fn $name(settings: &AwsSettings) -> $sdk::Client {
             let mut config = $sdk::Config::builder()
                 .behavior_version(BehaviorVersion::latest())

@@ -14,10 +14,12 @@ use crate::application::ports::secrets::SecretsError;
 use crate::application::rotating::{Rotating, REFRESH_AFTER};
 use crate::domain::keys::SecretKey;
 
+/// Where a function's key of kind `K` comes from, as its configuration says.
 #[derive(Debug, Clone)]
 pub enum KeySource<K> {
     /// The key itself, from the environment: local runs only.
     Literal(K),
+    /// The secret whose ARN the configuration names: fetched at cold start, refreshed after.
     SecretsManager(SecretRef),
 }
 

@@ -17,9 +17,12 @@ pub struct SecretRef {
     pub aws: AwsSettings,
 }
 
+/// The version stage of the live value: what new keys are made from.
 pub const CURRENT: &str = "AWSCURRENT";
+/// The version stage of the value before the last rotation; absent before the first.
 pub const PREVIOUS: &str = "AWSPREVIOUS";
 
+/// Fetches one secret's current and previous versions from Secrets Manager.
 #[derive(Debug, Clone)]
 pub struct SecretsManagerFetcher {
     client: Client,
@@ -27,6 +30,7 @@ pub struct SecretsManagerFetcher {
 }
 
 impl SecretsManagerFetcher {
+    /// A fetcher of `secret_id` (ARN or name) through `client`.
     pub fn new(client: Client, secret_id: impl Into<String>) -> Self {
         Self {
             client,

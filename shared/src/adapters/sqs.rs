@@ -32,6 +32,7 @@ pub struct SqsPublisher {
 }
 
 impl SqsPublisher {
+    /// A publisher to the FIFO queue at `queue_url`, through `client`.
     pub fn new(client: aws_sdk_sqs::Client, queue_url: impl Into<String>) -> Self {
         Self {
             client,
@@ -39,6 +40,7 @@ impl SqsPublisher {
         }
     }
 
+    /// The URL of the queue it sends to.
     pub fn queue_url(&self) -> &str {
         &self.queue_url
     }

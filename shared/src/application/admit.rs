@@ -43,7 +43,9 @@ const MAX_FAILED_TICKS_IN_A_ROW: u32 = 3;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdmissionSummary {
+    /// Ticks run (each over every open event).
     pub ticks: u64,
+    /// Customers admitted, all events and ticks together.
     pub admitted: u64,
     /// Per-event ticks that failed (the event is retried on the next tick).
     pub failed_event_ticks: u64,
@@ -51,19 +53,29 @@ pub struct AdmissionSummary {
 
 /// The ports the admit loop works through.
 pub struct AdmissionPorts<'a> {
+    /// The queue's ticks: plan, admit, publish the status (Redis).
     pub admitter: &'a dyn Admitter,
+    /// The closed pre-queue's entrants, and where their drawn numbers are written (Redis).
     pub draw: &'a dyn PreQueueDraw,
+    /// The durable cursors and the list of open events (DynamoDB).
     pub records: &'a dyn EventRecords,
+    /// Where the draw is published before anyone from it is admitted.
     pub publication: &'a dyn DrawPublication,
+    /// Re-loads an event the cache lost.
     pub restorer: &'a Restorer,
     /// Checks each open event's seat availability projection, rebuilding a lost one (`None`:
     /// not checked, for an admitter of queues alone, as in the queue's tests).
     pub availability: Option<&'a AvailabilityRebuild<'a>>,
 }
 
+/// One invocation of the `admit` function: ticks every `tick` and remembers, between ticks,
+/// what it saved and saw.
 pub struct AdmissionLoop<'a> {
+    /// What it ticks through.
     pub ports: AdmissionPorts<'a>,
+    /// The time each tick runs at.
     pub clock: &'a dyn Clock,
+    /// The time between ticks (`ADMIT_TICK_MS`, a second by default).
     pub tick: Duration,
     /// The cursor last saved per event, so a tick that moved nothing writes nothing.
     saved: Mutex<HashMap<EventId, AdmissionCursor>>,
@@ -78,6 +90,7 @@ pub struct AdmissionLoop<'a> {
 }
 
 impl<'a> AdmissionLoop<'a> {
+    /// A loop with nothing saved or seen yet: its first tick reads what it needs.
     pub fn new(ports: AdmissionPorts<'a>, clock: &'a dyn Clock, tick: Duration) -> Self {
         Self {
             ports,

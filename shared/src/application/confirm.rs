@@ -27,16 +27,23 @@ use crate::domain::clock::Clock;
 use crate::domain::ids::{OrderId, PaymentId};
 use crate::domain::webhook_signature;
 
+/// The header carrying the webhook's signature (`t=<unix seconds>,v1=<hex>`), lowercase.
 pub const SIGNATURE_HEADER: &str = "lineup-signature";
+/// The header carrying the provider's idempotency key, lowercase.
 pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
 
+/// What the `confirm` function's handler works with.
 #[derive(Clone)]
 pub struct ConfirmApi {
+    /// Settles the order, once per payment and idempotency key (DynamoDB).
     pub ledger: Arc<dyn PaymentLedger>,
+    /// Ends the admission a paid hold was made under, freeing its slot (Redis).
     pub admissions: Arc<dyn AdmissionRegistry>,
     /// The events' ticket limits now (the queue store's settings).
     pub limits: Arc<dyn TicketLimits>,
+    /// The webhook secret's versions in force, to check the signature.
     pub secret: WebhookSecrets,
+    /// The time the signature's timestamp is checked against and the payment is recorded at.
     pub clock: Arc<dyn Clock>,
 }
 
@@ -49,6 +56,8 @@ struct PaymentBody {
     currency: String,
 }
 
+/// Answers one webhook request (errors as their HTTP answer), counting client-error refusals
+/// as `WebhookRefusals` by reason.
 pub async fn handle(api: &ConfirmApi, request: Request) -> Response<Body> {
     let result = confirm(api, &request).await;
     if let Err(refusal) = &result {

@@ -22,13 +22,24 @@ pub enum HoldRefused {
     /// The customer already has an open hold for this event: `order_id` is it, so a client whose
     /// answer to the first hold was lost can find it, pay for it or release it.
     #[error("you already hold seats for this event; pay for them or release them first")]
-    HoldExists { order_id: Option<String> },
+    HoldExists {
+        /// The open hold's order id; `None` when the store's refusal did not name it.
+        order_id: Option<String>,
+    },
     /// The seats of this hold, with those the customer already bought, pass the event's limit.
     #[error("this hold would take you past the event's limit of {limit} tickets per customer")]
-    TicketLimitReached { limit: u32 },
+    TicketLimitReached {
+        /// The event's limit of tickets per customer.
+        limit: u32,
+    },
     /// Best available found no row of the section with that many available seats together.
     #[error("no row of {section} has {quantity} available seats together; ask for fewer, another section, or pick seats")]
-    NoSeatsTogether { section: String, quantity: usize },
+    NoSeatsTogether {
+        /// The section asked for.
+        section: String,
+        /// How many seats side by side were asked for.
+        quantity: usize,
+    },
 }
 
 /// Why a payment webhook was refused although it was signed: each is final for this request,
@@ -87,12 +98,22 @@ pub enum LineupError {
 
     /// The request itself is malformed: bad ids, bad JSON, wrong headers.
     #[error("{message}")]
-    InvalidRequest { code: &'static str, message: String },
+    InvalidRequest {
+        /// The stable `error.code` of the 400 answer (e.g. `invalid_json`).
+        code: &'static str,
+        /// The sentence shown to the client.
+        message: String,
+    },
 
     /// The body is longer than the route takes: refused before it is parsed or hashed.
     #[error("the body is larger than this route takes ({limit} bytes at most)")]
-    BodyTooLarge { limit: usize },
+    BodyTooLarge {
+        /// The route's largest body, in bytes.
+        limit: usize,
+    },
 
+    /// No such event (for the seat and layout routes: no seats seeded): 404. A join or poll that
+    /// meets it from the queue first tries to re-load the event from DynamoDB.
     #[error("no on-sale event with this id")]
     EventNotFound,
 
@@ -100,8 +121,14 @@ pub enum LineupError {
     #[error("no queue entry with this id for this customer")]
     QueueEntryNotFound,
 
+    /// No route of the function matches the request's method and path: 404.
     #[error("no route {method} {path}")]
-    RouteNotFound { method: String, path: String },
+    RouteNotFound {
+        /// The request's HTTP method.
+        method: String,
+        /// The request's path.
+        path: String,
+    },
 
     /// The event's queue no longer takes customers (sold out or closed by an operator).
     #[error("the queue for this event is closed")]
@@ -110,7 +137,10 @@ pub enum LineupError {
     /// The caller's JWT lacks the claim this deployment requires before joining (e.g. a
     /// verified e-mail address): bots on throwaway accounts cannot queue.
     #[error("joining needs a verified account: the `{claim}` claim of your sign-in must be true")]
-    ClaimRequired { claim: String },
+    ClaimRequired {
+        /// The name of the JWT claim that must be true.
+        claim: String,
+    },
 
     /// An access token that is missing, forged, expired, for another event or customer, or revoked.
     #[error("access token refused: {0}")]
@@ -121,7 +151,9 @@ pub enum LineupError {
     /// idempotent. The adapter decides which of its errors these are, and keeps the source.
     #[error("the {store} is unavailable")]
     Unavailable {
+        /// The store that failed (logged, not shown).
         store: Store,
+        /// The store's own error, kept for the log line.
         #[source]
         source: BoxError,
     },
@@ -131,14 +163,18 @@ pub enum LineupError {
     /// a misconfiguration, reported as 500 and logged with its source.
     #[error("the {store} refused the operation")]
     Failed {
+        /// The store that refused (logged, not shown).
         store: Store,
+        /// The store's own error, kept for the log line.
         #[source]
         source: BoxError,
     },
 
+    /// A hold refused for the seats or the customer: 409 with the reason's own code.
     #[error(transparent)]
     HoldRefused(#[from] HoldRefused),
 
+    /// A signed payment webhook refused: 400 for `order_mismatch`, else 409.
     #[error(transparent)]
     PaymentRefused(#[from] PaymentRefused),
 
@@ -146,6 +182,8 @@ pub enum LineupError {
     #[error("this order is no longer pending (paid, expired or released)")]
     OrderNotPending,
 
+    /// No such order (for a customer's route: none of theirs); the sentence is the message of
+    /// the 404 `not_found`.
     #[error("{0}")]
     NotFound(&'static str),
 
@@ -190,7 +228,9 @@ pub enum LineupError {
     /// A queue script answered in a shape the adapter does not know: a bug, not bad input.
     #[error("the queue store gave an unexpected reply to `{operation}`: {reply}")]
     QueueReply {
+        /// What the adapter was doing (e.g. `draw`, `layout summary`).
         operation: &'static str,
+        /// The reply it could not read, or a short part of it.
         reply: String,
     },
 
@@ -198,7 +238,9 @@ pub enum LineupError {
     /// transaction cancelled on items it does not touch): a bug or a hand edit, not bad input.
     #[error("the seat store gave an unexpected reply to `{operation}`: {reply}")]
     SeatStoreReply {
+        /// What the adapter was doing (e.g. `hold`, `seat status`).
         operation: &'static str,
+        /// What DynamoDB answered, reduced to what may be logged (e.g. cancellation codes).
         reply: String,
     },
 }

@@ -11,24 +11,34 @@ use crate::application::ports::ledger::{HoldSweeper, SweepReport};
 use crate::application::ports::queue::{Admitter, EventSettingsStore};
 use crate::domain::clock::Clock;
 
+/// What one run did: the function's JSON answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpiryReport {
+    /// What the sweep of lapsed holds did (its fields flattened into the answer).
     #[serde(flatten)]
     pub sweep: SweepReport,
     /// Events whose queues were closed because every seat is sold.
     pub sold_out: Vec<String>,
 }
 
+/// The `expire` function's chores and the ports they go through.
 pub struct Expiry<'a> {
+    /// Expires lapsed holds (DynamoDB).
     pub sweeper: &'a dyn HoldSweeper,
+    /// Counts each event's seats by state, from the availability projection.
     pub seats: &'a dyn AvailabilityBoard,
+    /// Lists the open events, and publishes a sold-out event's last status.
     pub events: &'a dyn Admitter,
+    /// Records the seats left and closes a sold-out event's queue.
     pub settings: &'a dyn EventSettingsStore,
+    /// The time holds are judged lapsed at.
     pub clock: &'a dyn Clock,
 }
 
 impl Expiry<'_> {
+    /// One run: the sweep, then the sold-out check of every open event (which runs even when the
+    /// sweep fails; the sweep's error is returned after it).
     pub async fn run(&self) -> Result<ExpiryReport, LineupError> {
         let now = self.clock.now();
         // The sold-out check runs even when the sweep fails: they are independent chores.

@@ -41,19 +41,26 @@ const BEST_AVAILABLE_SPREAD: usize = 8;
 /// How many ranked blocks are looked at per attempt.
 const BEST_AVAILABLE_CANDIDATES: usize = 512;
 
+/// What the `hold` function's handler works with.
 #[derive(Clone)]
 pub struct HoldApi {
+    /// Holds, orders and releases (DynamoDB).
     pub ledger: Arc<dyn SeatLedger>,
+    /// Whether the admission an access token names is still live (Redis).
     pub admissions: Arc<dyn AdmissionRegistry>,
+    /// The signing key's versions, to verify access tokens.
     pub key: SigningKeys,
+    /// The time tokens and holds are judged at.
     pub clock: Arc<dyn Clock>,
     /// The seat map's projection (availability and the current layout's summary).
     pub seats: Arc<dyn AvailabilityBoard>,
     /// Where layouts are stored (read once per version per instance).
     pub layouts: Arc<dyn LayoutStore>,
+    /// This instance's memory of layouts and recently taken seats.
     pub catalogue: Arc<LayoutCatalogue>,
 }
 
+/// Answers one request to the hold routes (errors as their HTTP answer).
 pub async fn handle(api: &HoldApi, request: Request) -> Response<Body> {
     response::from_result(route(api, &request).await)
 }
@@ -435,7 +442,7 @@ async fn order_status(api: &HoldApi, request: &Request) -> Result<Response<Body>
         None,
     ))
 }
-/// The full check the hold function runs: [`verify`], then one Redis call confirming that this
+/// The full check the hold function runs: [`access_token::verify`], then one Redis call confirming that this
 /// admission is still the customer's live entry in the active set (not left, paid or replaced),
 /// which also brings the event's rules for the shopping it allows.
 pub async fn check_admitted(

@@ -16,6 +16,7 @@ use crate::application::error::LineupError;
 use crate::application::ports::queue::Joined;
 use crate::domain::ids::{CustomerId, EventId};
 
+/// Answers one join request (errors as their HTTP answer).
 pub async fn handle(api: &QueueApi, request: Request) -> Response<Body> {
     response::from_result(join(api, &request).await)
 }

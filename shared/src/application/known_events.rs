@@ -20,6 +20,7 @@ const EVENTS_KEPT: usize = 1_024;
 
 type Kept<T> = Mutex<HashMap<EventId, (Option<T>, Instant)>>;
 
+/// One instance's short-lived memory of events' records and current layouts (or their absence).
 pub struct KnownEvents {
     records: Arc<dyn EventRecords>,
     layouts: Arc<dyn LayoutStore>,
@@ -49,6 +50,7 @@ fn keep<T>(kept: &Kept<T>, event: &EventId, value: Option<T>) {
 }
 
 impl KnownEvents {
+    /// An empty memory over these stores: the first question about each event reads them.
     pub fn new(records: Arc<dyn EventRecords>, layouts: Arc<dyn LayoutStore>) -> Self {
         Self {
             records,

@@ -35,6 +35,7 @@ const MAX_RECENT_PER_EVENT: usize = 4096;
 
 type LayoutKey = (EventId, String);
 
+/// One `hold` instance's memory of layouts and taken seats (see the module's doc).
 #[derive(Default)]
 pub struct LayoutCatalogue {
     layouts: Mutex<HashMap<LayoutKey, (Arc<IndexedLayout>, Instant)>>,
@@ -50,7 +51,7 @@ fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl LayoutCatalogue {
-    /// The event's current layout summary, at most [`CURRENT_MAX_AGE`] old (`None`: no seats):
+    /// The event's current layout summary, at most `CURRENT_MAX_AGE` (2 s) old (`None`: no seats):
     /// from the seat map's projection, or, when the cache lost it, from the events table (holds
     /// go on while the admitter rebuilds the projection).
     pub async fn current(

@@ -7,11 +7,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
 
+/// The CloudWatch namespace every Lineup metric is published in.
 pub const NAMESPACE: &str = "Lineup";
 
+/// A data point's CloudWatch unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
+    /// How many times something happened.
     Count,
+    /// A duration, in milliseconds.
     Milliseconds,
 }
 

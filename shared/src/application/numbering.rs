@@ -47,7 +47,9 @@ pub fn next_block(range: &NumberRange, now: SystemTime) -> u64 {
 
 /// Reserves ranges of numbers: in the events table first, then in the cache.
 pub struct Numbering {
+    /// The cache's side: the range it holds, and raising its ceiling.
     pub ranges: Arc<dyn NumberRanges>,
+    /// The events table, where a range is reserved before the cache may use it.
     pub records: Arc<dyn EventRecords>,
 }
 

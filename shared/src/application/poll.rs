@@ -17,6 +17,7 @@ use crate::application::restore::TicketRestore;
 use crate::domain::ids::{CustomerId, EventId, QueueId};
 use crate::domain::signing::QueueTicket;
 
+/// Answers one `GET` (poll) or `DELETE` (leave) on a queue entry (errors as their HTTP answer).
 pub async fn handle(api: &QueueApi, request: Request) -> Response<Body> {
     response::from_result(route(api, &request).await)
 }

@@ -28,12 +28,16 @@ use crate::domain::ids::{CustomerId, EventId, QueueId};
 use crate::domain::signing::QueueTicket;
 use crate::domain::wait_policy;
 
+/// What the `join` and `poll` handlers work with.
 #[derive(Clone)]
 pub struct QueueApi {
+    /// The queue itself: join, look up, leave (Redis).
     pub line: Arc<dyn WaitingLine>,
     /// Re-loads events and customers the cache lost.
     pub restorer: Arc<Restorer>,
+    /// The signing key's versions: signs and checks queue tickets, signs access tokens.
     pub key: SigningKeys,
+    /// The time standings, tickets and ETAs are computed at.
     pub clock: Arc<dyn Clock>,
     /// For joining: a claim of the caller's JWT that must be `"true"` (e.g. `email_verified`),
     /// so throwaway accounts cannot queue; `None`: any signed-in customer may join.
@@ -48,6 +52,7 @@ pub struct QueueApi {
     rename_all_fields = "camelCase"
 )]
 pub enum StandingBody {
+    /// `"status": "waiting"`: in the pre-queue, or in the queue with a number.
     #[serde(rename = "waiting")]
     Waiting {
         /// The signed queue ticket: what the client polls with, and what restores its place.
@@ -58,6 +63,7 @@ pub enum StandingBody {
         /// Customers still waiting ahead (leavers not counted); absent in the pre-queue.
         #[serde(skip_serializing_if = "Option::is_none")]
         position: Option<u64>,
+        /// The highest number called so far; absent in the pre-queue.
         #[serde(skip_serializing_if = "Option::is_none")]
         serving_up_to: Option<u64>,
         /// Pre-queue only: the customer's hash in the published draw.
@@ -65,19 +71,32 @@ pub enum StandingBody {
         entrant: Option<String>,
         /// Seconds until admission; in the pre-queue, seconds until the opening.
         eta_seconds: u64,
+        /// Pre-queue only: when the draw runs and admission starts, RFC 3339 in UTC.
         #[serde(skip_serializing_if = "Option::is_none")]
         opens_at: Option<String>,
     },
+    /// `"status": "admitted"`: the customer may shop, with the token.
     #[serde(rename = "admitted")]
     Admitted {
+        /// The customer's queue ticket.
         queue_id: String,
+        /// The signed access token the hold routes take (`X-Queue-Token`).
         access_token: String,
+        /// When the admission ends, RFC 3339 in UTC.
         expires_at: String,
     },
+    /// `"status": "expired"`: the admission (or the time to claim it) lapsed unused.
     #[serde(rename = "expired")]
-    Expired { queue_id: String },
+    Expired {
+        /// The customer's queue ticket.
+        queue_id: String,
+    },
+    /// `"status": "closed"`: the event sold out or was closed while the customer waited.
     #[serde(rename = "closed")]
-    Closed { queue_id: String },
+    Closed {
+        /// The customer's queue ticket.
+        queue_id: String,
+    },
 }
 
 impl QueueApi {

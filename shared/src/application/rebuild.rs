@@ -32,14 +32,21 @@ pub enum RebuildOutcome {
     /// The projection was there.
     Ready,
     /// It was missing and is back.
-    Rebuilt { seats: usize },
+    Rebuilt {
+        /// How many seats the rebuilt bitsets cover.
+        seats: usize,
+    },
     /// Someone else put it back meanwhile, or the layout changed: the next check looks again.
     Skipped,
 }
 
+/// The check-and-rebuild of an event's availability projection, and the stores it reads.
 pub struct AvailabilityRebuild<'a> {
+    /// The projection checked and, when missing, installed (Redis).
     pub board: &'a dyn AvailabilityBoard,
+    /// The event's current layout (the events table).
     pub layouts: &'a dyn LayoutStore,
+    /// Every seat's status (the seats table).
     pub states: &'a dyn SeatStates,
 }
 

@@ -112,9 +112,13 @@ impl DrawCache {
     }
 }
 
+/// Puts events and customers back after a cache loss; one per instance, shared by its requests.
 pub struct Restorer {
+    /// The cache's side of a restore: the lock, the event, each customer's place.
     pub queue: Arc<dyn PlaceRestorer>,
+    /// The durable records events are re-loaded from.
     pub records: Arc<dyn EventRecords>,
+    /// The published draw, where a pre-queue entrant's number is found.
     pub draw: Arc<dyn DrawPublication>,
     /// Durable ranges of queue numbers (their top-ups, and the draw's reservation).
     pub numbers: Numbering,
@@ -124,6 +128,8 @@ pub struct Restorer {
 }
 
 impl Restorer {
+    /// A restorer over one queue store (also its number ranges) and one records store (also
+    /// its layouts), with nothing read yet.
     pub fn new<Q, R>(queue: Arc<Q>, records: Arc<R>, draw: Arc<dyn DrawPublication>) -> Self
     where
         Q: PlaceRestorer + NumberRanges + 'static,

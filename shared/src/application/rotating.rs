@@ -92,6 +92,7 @@ impl<K> From<K> for Rotating<K> {
 }
 
 impl<K> Rotating<K> {
+    /// These versions for good: never fetched again (literal keys, tests).
     pub fn fixed(ring: KeyRing<K>) -> Self {
         Self {
             inner: Arc::new(Inner {

@@ -20,18 +20,24 @@ use crate::domain::ids::{EventId, SeatId};
 use crate::domain::layout::SeatLayout;
 use crate::domain::seat::SeatStatus;
 
+/// What a seeding did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SeedOutcome {
+    /// Every seat was written, AVAILABLE, and the layout is current.
     Seeded {
+        /// How many seats the layout has.
         seats: usize,
+        /// The layout's version, now current.
         version: String,
     },
     /// Nothing was written: this many seats of the current layout are held or sold.
     Refused {
+        /// How many seats of the current layout are held or sold.
         in_use: usize,
     },
     /// Written, except these seats, taken by holds that raced the seeding.
     SeededAround {
+        /// The seats left alone because a hold (or sale) had them.
         in_use: Vec<SeatId>,
     },
 }
@@ -62,11 +68,14 @@ pub trait SeatWriter: SeatStates {
 pub struct Seeding<'a> {
     /// The seat ledger.
     pub ledger: &'a dyn SeatWriter,
+    /// Where the layout is stored and made current (the events table).
     pub layouts: &'a dyn LayoutStore,
+    /// The availability projection, started out all available.
     pub board: &'a dyn AvailabilityBoard,
 }
 
 impl Seeding<'_> {
+    /// Seeds `event` with `layout`, unless a seat of its current layout is held or sold.
     pub async fn seed(
         &self,
         event: &EventId,

@@ -51,13 +51,18 @@ const CURRENT_LAYOUT_MAX_AGE: Duration = Duration::from_secs(5);
 /// The most layout documents one instance keeps (immutable; an 80,000-seat one is ~1 MB).
 const MAX_LAYOUT_DOCUMENTS: usize = 8;
 
+/// What the `status` function's handler works with.
 #[derive(Clone)]
 pub struct StatusApi {
+    /// The status documents the admit ticks publish (Redis).
     pub status: Arc<dyn StatusBoard>,
+    /// The published draw: summaries and chunks.
     pub draw: Arc<dyn DrawPublication>,
     /// The seats' availability projection.
     pub seats: Arc<dyn AvailabilityBoard>,
+    /// Where layout documents are stored (the events table).
     pub layouts: Arc<dyn LayoutStore>,
+    /// This instance's layout documents already read.
     pub layout_documents: Arc<LayoutDocuments>,
     /// Whether an event the cache does not know exists durably (then: 503, not 404).
     pub events: Arc<KnownEvents>,
@@ -122,6 +127,8 @@ impl LayoutDocuments {
     }
 }
 
+/// Answers one public request, errors included with a `Cache-Control` (1 s for a 5xx, 5 s
+/// otherwise).
 pub async fn handle(api: &StatusApi, request: Request) -> Response<Body> {
     let mut answer = match route(api, &request).await {
         Ok(answer) => answer,

@@ -17,6 +17,7 @@ pub struct StreamBatchResponse {
     pub batch_item_failures: Vec<BatchItemFailure>,
 }
 
+/// One record Lambda must hand over again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BatchItemFailure {

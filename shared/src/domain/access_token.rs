@@ -32,18 +32,25 @@ const LEGACY_PURPOSE: &str = "lineup/access-token/v1";
 /// Why a token was refused. The client sees only "403 access_denied"; the reason goes to logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum TokenRejection {
+    /// The request carried no access token.
     #[error("no access token was sent")]
     Missing,
+    /// Not in either wire format, or a part does not decode.
     #[error("the token is not a Lineup access token")]
     Malformed,
+    /// The MAC does not match, or the key id names a key that is neither current nor previous.
     #[error("the token's signature does not match")]
     BadSignature,
+    /// The admission it names ended (its expiry is past).
     #[error("the token has expired")]
     Expired,
+    /// Signed for another event than the one in the path.
     #[error("the token was issued for another event")]
     OtherEvent,
+    /// Signed for another customer than the caller.
     #[error("the token was issued to another customer")]
     OtherCustomer,
+    /// Valid on its face, but the admission is no longer live in the active set.
     #[error("the admission behind the token has ended (left, paid or replaced)")]
     Revoked,
 }
@@ -63,8 +70,11 @@ struct Claims {
 /// A token whose signature, event, customer and expiry have been checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifiedToken {
+    /// The event the admission is for.
     pub event: EventId,
+    /// The admitted customer.
     pub customer: CustomerId,
+    /// When the admission ends: also what identifies it in the active set.
     pub expires_at: SystemTime,
 }
 

@@ -4,7 +4,9 @@
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// Where handlers get the time: [`SystemClock`] in the functions, [`FixedClock`] in tests.
 pub trait Clock: Send + Sync {
+    /// The current wall-clock time.
     fn now(&self) -> SystemTime;
 }
 
@@ -23,10 +25,13 @@ impl Clock for SystemClock {
 pub struct FixedClock(Mutex<SystemTime>);
 
 impl FixedClock {
+    /// A clock standing at `now`.
     pub fn at(now: SystemTime) -> Self {
         Self(Mutex::new(now))
     }
 
+    /// Moves the clock forward by `by`; through `&self`, so a test can move the clock it shares
+    /// with the handler under test.
     pub fn advance(&self, by: Duration) {
         let mut now = self
             .0
@@ -52,6 +57,7 @@ pub fn unix_millis(at: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// The time [`unix_millis`] wrote: milliseconds since the Unix epoch back to a `SystemTime`.
 pub fn from_unix_millis(millis: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(millis)
 }

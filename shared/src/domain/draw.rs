@@ -30,6 +30,7 @@ use sha2::{Digest, Sha256};
 
 use crate::domain::ids::{CustomerId, EventId};
 
+/// The name of the algorithm above, published in the summary so a checker knows what to run.
 pub const ALGORITHM: &str = "lineup-draw-v1";
 
 /// The event's secret draw seed: 64 hex digits, made once per event, revealed after the draw.
@@ -135,8 +136,10 @@ pub fn numbers(seed: &DrawSeed, entrants: impl IntoIterator<Item = String>) -> D
     Draw { digest, numbers }
 }
 
+/// The outcome of a draw: every entrant's queue number, with the list's digest that fixed them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Draw {
+    /// The digest of the closed entrant list ([`entrant_digest`]), 64 hex digits.
     pub digest: String,
     /// Entrant → number.
     pub numbers: BTreeMap<String, u64>,
@@ -158,13 +161,21 @@ pub fn prefix_len(entrants: u64) -> usize {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DrawSummary {
+    /// The event the draw was for.
     pub event_id: String,
+    /// The algorithm's name, [`ALGORITHM`].
     pub algorithm: String,
+    /// The revealed seed, 64 hex digits.
     pub seed: String,
+    /// The commitment to the seed, as the status showed it before opening.
     pub commitment: String,
+    /// The digest of the sorted entrant hashes: the list the draw was made from.
     pub entrant_digest: String,
+    /// How many entrants the draw numbered (the chunks must list exactly that many).
     pub entrants: u64,
+    /// How many hex digits name each chunk ([`prefix_len`] of `entrants`).
     pub prefix_length: usize,
+    /// When the draw was published, RFC 3339 in UTC.
     pub published_at: String,
 }
 
@@ -172,6 +183,7 @@ pub struct DrawSummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DrawChunk {
+    /// The first hex digits every entrant of the chunk shares (`prefixLength` of them).
     pub prefix: String,
     /// `[entrant, number]` pairs, by entrant.
     pub entries: Vec<(String, u64)>,
@@ -229,28 +241,61 @@ pub fn publish(
 /// One way a published draw fails to check out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DrawMismatch {
+    /// The summary names another algorithm than [`ALGORITHM`] (the name it gives).
     #[error("the algorithm is {0:?}, not {ALGORITHM}")]
     UnknownAlgorithm(String),
+    /// The revealed seed is not a seed at all: nothing else can be checked.
     #[error("the seed is not 64 hex digits")]
     MalformedSeed,
+    /// The revealed seed does not hash to the published commitment.
     #[error("the seed does not match the commitment published before the draw")]
     CommitmentMismatch,
+    /// The checker kept a commitment from before opening, and the summary shows another.
     #[error("the published commitment differs from the one the status showed before opening")]
     CommitmentChanged,
+    /// The chunks are not named the way the entrant count says: the chunks are not read.
     #[error("the chunks are named by {published} hex digits; {expected} for this many entrants")]
-    PrefixLength { published: usize, expected: usize },
+    PrefixLength {
+        /// The summary's `prefixLength`.
+        published: usize,
+        /// [`prefix_len`] of the summary's entrant count.
+        expected: usize,
+    },
+    /// A chunk of the draw was not published (its prefix).
     #[error("chunk {0:?} is missing")]
     MissingChunk(String),
+    /// A chunk lists an entrant whose hash does not start with the chunk's prefix.
     #[error("entrant {entrant} is in chunk {chunk:?}, not the chunk of its prefix")]
-    WrongChunk { entrant: String, chunk: String },
+    WrongChunk {
+        /// The misplaced entrant hash.
+        entrant: String,
+        /// The prefix of the chunk that lists it.
+        chunk: String,
+    },
+    /// The entrants listed in the chunks do not hash to the published entrant digest.
     #[error("the entrant digest is {published}, the entrants give {computed}")]
-    DigestMismatch { published: String, computed: String },
+    DigestMismatch {
+        /// The summary's `entrantDigest`.
+        published: String,
+        /// The digest of the entrants the chunks list.
+        computed: String,
+    },
+    /// The chunks list another number of entrants than the summary announces.
     #[error("{published} entrants announced, {listed} listed")]
-    CountMismatch { published: u64, listed: u64 },
+    CountMismatch {
+        /// The summary's `entrants`.
+        published: u64,
+        /// How many distinct entrants the chunks list.
+        listed: u64,
+    },
+    /// An entrant's published number is not the one the recomputed draw gives it.
     #[error("entrant {entrant} has number {published}, the draw gives {computed}")]
     WrongNumber {
+        /// The entrant hash.
         entrant: String,
+        /// The number its chunk lists.
         published: u64,
+        /// The number the recomputed draw gives (0 when it gives none).
         computed: u64,
     },
 }

@@ -21,6 +21,7 @@ pub enum QueueState {
 }
 
 impl QueueState {
+    /// The name stored in the settings (`open`, `paused`, `closed`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Open => "open",
@@ -29,6 +30,7 @@ impl QueueState {
         }
     }
 
+    /// The state named by [`QueueState::as_str`]; `None` for any other text.
     pub fn parse(raw: &str) -> Option<Self> {
         match raw {
             "open" => Some(Self::Open),
@@ -39,8 +41,10 @@ impl QueueState {
     }
 }
 
+/// An event's on-sale settings, as an operator configures them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventSettings {
+    /// Whether the queue takes customers and admits them.
     pub state: QueueState,
     /// When admission starts. Customers who join earlier form the pre-queue, placed ahead of
     /// everyone who joins later in an order drawn from the event's seed and each customer id
@@ -63,8 +67,11 @@ pub struct EventSettings {
 }
 
 impl EventSettings {
+    /// `max_active` when the operator sets none.
     pub const DEFAULT_MAX_ACTIVE: u32 = 5_000;
+    /// `admit_per_second` when the operator sets none.
     pub const DEFAULT_ADMIT_PER_SECOND: u32 = 50;
+    /// `session` when the operator sets none: ten minutes to shop.
     pub const DEFAULT_SESSION: Duration = Duration::from_secs(10 * 60);
     /// A client near the front reads the status every 5 s through a CDN that keeps it 2 s, so it
     /// sees its number called within about 8 s; a minute leaves room for a slow network.

@@ -36,8 +36,10 @@ impl InvalidId {
 pub struct EventId(String);
 
 impl EventId {
+    /// The longest event id, in bytes.
     pub const MAX_LEN: usize = 64;
 
+    /// The path's `eventId`; anything else is `invalid_event_id` (400).
     pub fn parse(raw: &str) -> Result<Self, InvalidId> {
         if is_plain_id(raw, Self::MAX_LEN) {
             Ok(Self(raw.to_owned()))
@@ -49,6 +51,7 @@ impl EventId {
         }
     }
 
+    /// The id as given, safe to put in a key or a path unescaped.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -62,8 +65,11 @@ impl EventId {
 pub struct CustomerId(String);
 
 impl CustomerId {
+    /// The longest customer id, in bytes.
     pub const MAX_LEN: usize = 128;
 
+    /// The verified `sub` claim; one that is empty, too long or not visible ASCII is
+    /// [`InvalidId::NoCustomer`] (401).
     pub fn parse(raw: &str) -> Result<Self, InvalidId> {
         let well_formed = !raw.is_empty()
             && raw.len() <= Self::MAX_LEN
@@ -75,6 +81,7 @@ impl CustomerId {
         }
     }
 
+    /// The `sub` claim as verified: the queue member and the orders' customer.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -89,8 +96,10 @@ impl CustomerId {
 pub struct QueueId(String);
 
 impl QueueId {
+    /// The longest queue ticket, in bytes.
     pub const MAX_LEN: usize = 64;
 
+    /// The path's `queueId`, checked for the ticket's shape only; else `invalid_queue_id` (400).
     pub fn parse(raw: &str) -> Result<Self, InvalidId> {
         let decimal =
             |part: &str| (1..=20).contains(&part.len()) && part.bytes().all(|b| b.is_ascii_digit());
@@ -115,6 +124,7 @@ impl QueueId {
         Self(encoded)
     }
 
+    /// The ticket as the client holds it (or the 22-character entry id).
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -128,8 +138,10 @@ impl QueueId {
 pub struct SeatId(String);
 
 impl SeatId {
+    /// The longest seat id, in bytes.
     pub const MAX_LEN: usize = 32;
 
+    /// A seat id from a request body or a layout; else `invalid_seat_id` (400), naming it.
     pub fn parse(raw: &str) -> Result<Self, InvalidId> {
         if is_plain_id(raw, Self::MAX_LEN) {
             Ok(Self(raw.to_owned()))
@@ -144,6 +156,7 @@ impl SeatId {
         }
     }
 
+    /// The seat id as given, safe in a DynamoDB key (`<event>#<seat>`) unescaped.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -167,10 +180,12 @@ impl From<SeatId> for String {
 pub struct OrderId(String);
 
 impl OrderId {
+    /// A new random (v4) UUID, for a new hold.
     pub fn generate() -> Self {
         Self(uuid::Uuid::new_v4().to_string())
     }
 
+    /// Any UUID form, kept in hyphenated lowercase; else `invalid_order_id` (400).
     pub fn parse(raw: &str) -> Result<Self, InvalidId> {
         uuid::Uuid::try_parse(raw)
             .map(|uuid| Self(uuid.hyphenated().to_string()))
@@ -182,6 +197,7 @@ impl OrderId {
             })
     }
 
+    /// The UUID, hyphenated lowercase.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -193,8 +209,10 @@ impl OrderId {
 pub struct PaymentId(String);
 
 impl PaymentId {
+    /// The longest payment id, in bytes.
     pub const MAX_LEN: usize = 255;
 
+    /// The webhook's payment id; else `invalid_payment_id` (400).
     pub fn parse(raw: &str) -> Result<Self, InvalidId> {
         let well_formed = !raw.is_empty()
             && raw.len() <= Self::MAX_LEN
@@ -209,6 +227,7 @@ impl PaymentId {
         }
     }
 
+    /// The provider's id as given.
     pub fn as_str(&self) -> &str {
         &self.0
     }

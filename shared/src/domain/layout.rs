@@ -23,14 +23,17 @@ pub const MAX_SEATS_PER_ROW: usize = 1_000;
 /// A section's or a row's name: 1–64 printable characters.
 const MAX_NAME_LEN: usize = 64;
 
+/// One row of a section, as the layout document lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LayoutRow {
+    /// As seeded: unique within its section.
     pub name: String,
     /// Seat ids in order along the row: neighbours here are neighbours in the venue.
     pub seats: Vec<String>,
 }
 
+/// One section of the layout: every seat in it has the same price.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LayoutSection {
@@ -38,6 +41,7 @@ pub struct LayoutSection {
     pub name: String,
     /// Minor units of `currency`.
     pub price: i64,
+    /// ISO 4217 code, three uppercase letters (`EUR`).
     pub currency: String,
     /// Nearest the stage first.
     pub rows: Vec<LayoutRow>,
@@ -51,26 +55,50 @@ pub struct SeatLayout {
     seats: usize,
 }
 
+/// Why a layout (seeded, or read back from its stored document) is refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum LayoutError {
+    /// No seat at all.
     #[error("a layout needs at least one seat")]
     Empty,
+    /// More than [`MAX_SEATS`] seats (the count at which checking stopped).
     #[error("a layout may have at most {MAX_SEATS} seats, not {0}")]
     TooManySeats(usize),
+    /// A section or row name that is empty, too long, has control characters or outer spaces.
     #[error("section or row name {0:?} must be 1-64 printable characters")]
     Name(String),
+    /// Two sections with this name.
     #[error("two sections are named {0:?}")]
     DuplicateSection(String),
+    /// Two rows with the same name in one section.
     #[error("section {section:?} has two rows named {row:?}")]
-    DuplicateRow { section: String, row: String },
+    DuplicateRow {
+        /// The section's name.
+        section: String,
+        /// The repeated row name.
+        row: String,
+    },
+    /// A row with no seats, or more than [`MAX_SEATS_PER_ROW`].
     #[error("row {row:?} of section {section:?} has no seats, or more than {MAX_SEATS_PER_ROW}")]
-    RowSize { section: String, row: String },
+    RowSize {
+        /// The section's name.
+        section: String,
+        /// The row's name.
+        row: String,
+    },
+    /// A seat id not in the form of [`SeatId`].
     #[error("seat id {0:?} is not a valid seat id")]
     SeatId(String),
+    /// A seat id listed twice, in any rows or sections.
     #[error("seat {0} appears twice")]
     DuplicateSeat(String),
+    /// A negative price or a currency that is not three uppercase letters; from seats, also two
+    /// prices (or currencies) within one section.
     #[error("section {section:?}: a price is a non-negative amount in a three-letter currency")]
-    Price { section: String },
+    Price {
+        /// The section's name.
+        section: String,
+    },
 }
 
 fn name_ok(name: &str) -> bool {
@@ -183,10 +211,12 @@ impl SeatLayout {
         &self.version
     }
 
+    /// The sections in index order.
     pub fn sections(&self) -> &[LayoutSection] {
         &self.sections
     }
 
+    /// How many seats the layout has (indexes run from 0 to this, exclusive).
     pub fn seat_count(&self) -> usize {
         self.seats
     }
@@ -272,12 +302,16 @@ impl SeatLayout {
     }
 }
 
+/// Why a stored layout document could not be read back ([`SeatLayout::from_document`]).
 #[derive(Debug, thiserror::Error)]
 pub enum LayoutDocumentError {
+    /// Not JSON, or not the document's shape.
     #[error("the layout document is not JSON of the expected shape")]
     Json(#[from] serde_json::Error),
+    /// The layout in it fails the checks of [`SeatLayout::new`].
     #[error("the stored layout is not valid")]
     Invalid(#[from] LayoutError),
+    /// The document's `version` is not the hash of its sections.
     #[error("the stored layout's version does not match its content")]
     VersionMismatch,
 }
@@ -291,11 +325,15 @@ fn version_of(sections: &[LayoutSection]) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SectionSummary {
+    /// The section's name, as seeded.
     pub name: String,
     /// The index of its first seat.
     pub first: u32,
+    /// How many seats it has: its indexes are `first..first + seats`.
     pub seats: u32,
+    /// The price of each of its seats, in minor units of `currency`.
     pub price: i64,
+    /// ISO 4217 code, three uppercase letters.
     pub currency: String,
 }
 
@@ -304,21 +342,27 @@ pub struct SectionSummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LayoutSummary {
+    /// The layout's version: the bitsets beside it are in this layout's index order.
     pub version: String,
+    /// How many seats the layout has.
     pub seats: u32,
+    /// The sections in index order.
     pub sections: Vec<SectionSummary>,
 }
 
 /// Where a seat is in the layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SeatPlace {
+    /// The seat's index in the layout.
     pub index: u32,
+    /// The position of its section in [`SeatLayout::sections`].
     pub section: usize,
 }
 
 /// A layout with its seats looked up by id, for holds. Built once per version per instance.
 #[derive(Debug)]
 pub struct IndexedLayout {
+    /// The layout looked up in.
     pub layout: Arc<SeatLayout>,
     places: HashMap<SeatId, SeatPlace>,
     /// Seat ids by index.
@@ -326,6 +370,7 @@ pub struct IndexedLayout {
 }
 
 impl IndexedLayout {
+    /// Indexes every seat of `layout` by id (one pass over the layout).
     pub fn new(layout: Arc<SeatLayout>) -> Self {
         let mut places = HashMap::with_capacity(layout.seat_count());
         let mut ids = Vec::with_capacity(layout.seat_count());
@@ -355,6 +400,7 @@ impl IndexedLayout {
         self.seat(self.ids.get(index as usize)?)
     }
 
+    /// Where `seat` is; `None` for a seat the layout does not have.
     pub fn place(&self, seat: &SeatId) -> Option<SeatPlace> {
         self.places.get(seat).copied()
     }

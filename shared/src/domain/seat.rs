@@ -8,8 +8,11 @@ use crate::domain::ids::SeatId;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum SeatStatus {
+    /// On sale: no order has it.
     Available,
+    /// In one order's hold, until it is paid, released or expires.
     Held,
+    /// Paid for: final.
     Sold,
 }
 
@@ -29,18 +32,25 @@ impl SeatStatus {
 pub struct Seat {
     /// The seat.
     pub seat_id: SeatId,
+    /// The name of its section, as seeded.
     pub section: String,
     /// Minor units of `currency`.
     pub price: i64,
+    /// Three-letter currency code (ISO 4217).
     pub currency: String,
 }
 
 /// A seat to create when seeding an event: its place (section, row) and price.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSeat {
+    /// The seat's id, unique within the event.
     pub seat_id: SeatId,
+    /// The name of its section: every seat of a section has the same price.
     pub section: String,
+    /// The name of its row within the section.
     pub row: String,
+    /// Minor units of `currency`.
     pub price: i64,
+    /// Three-letter currency code (ISO 4217).
     pub currency: String,
 }

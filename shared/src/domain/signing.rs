@@ -27,6 +27,7 @@ use crate::domain::keys::{KeyRing, SecretKey};
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// One version of the server's signing secret (at least 32 bytes), with its public id.
 #[derive(Clone)]
 pub struct SigningKey {
     secret: Vec<u8>,
@@ -44,6 +45,7 @@ impl KeyId {
         hex::encode(self.0)
     }
 
+    /// The key id of a token: exactly 8 hex digits; `None` otherwise.
     pub fn parse(text: &str) -> Option<Self> {
         let mut bytes = [0u8; 4];
         hex::decode_to_slice(text, &mut bytes).ok()?;
@@ -58,15 +60,19 @@ impl std::fmt::Debug for SigningKey {
     }
 }
 
+/// A signing secret shorter than [`SigningKey::MIN_LEN`]: not a usable key.
 #[derive(Debug, thiserror::Error)]
 #[error("the signing key must be at least {min} bytes long (got {got})", min = SigningKey::MIN_LEN)]
 pub struct KeyTooShort {
+    /// The secret's length, in bytes.
     pub got: usize,
 }
 
 impl SigningKey {
+    /// The shortest secret accepted, in bytes (256 bits).
     pub const MIN_LEN: usize = 32;
 
+    /// A key from the secret's bytes, with its id computed once.
     pub fn new(secret: impl Into<Vec<u8>>) -> Result<Self, KeyTooShort> {
         let secret = secret.into();
         if secret.len() < Self::MIN_LEN {
@@ -80,6 +86,7 @@ impl SigningKey {
         Ok(Self { secret, id })
     }
 
+    /// The key's public id, which the tokens it signs carry.
     pub fn id(&self) -> KeyId {
         self.id
     }

@@ -38,6 +38,7 @@ pub enum PublicState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DrawStatus {
+    /// The hash of the event's draw seed, shown from the event's first configuration on.
     pub commitment: String,
     /// Revealed once the draw is published (`GET /events/{eventId}/draw`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -48,20 +49,26 @@ pub struct DrawStatus {
     /// The published draw's chunk names are this many leading hex digits of an entrant.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix_length: Option<usize>,
+    /// Whether the draw is published (then `seed` is shown and the chunks can be fetched).
     pub published: bool,
 }
 
+/// The public status document (`GET /events/{eventId}/status`), camelCase JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventStatus {
+    /// The event the status is of.
     pub event_id: String,
+    /// What the public sees of the event's state.
     pub state: PublicState,
+    /// When admission starts, RFC 3339 in UTC.
     pub opens_at: String,
     /// The highest queue number admitted so far: every number up to it has been called.
     pub serving_up_to: u64,
     /// How fast `servingUpTo` advances, numbers per second: measured (leavers included, their
     /// numbers are passed too) once there is a measurement, the configured admission rate before.
     pub advance_per_second: f64,
+    /// `false` while `advancePerSecond` is only the configured rate.
     pub advance_measured: bool,
     /// The last queue number handed out.
     pub last_number: u64,
@@ -72,11 +79,13 @@ pub struct EventStatus {
     /// Seats not sold, as last counted (once a minute); absent before the first count.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seats_left: Option<u64>,
+    /// The pre-queue draw's public part.
     pub draw: DrawStatus,
     /// Set when the cache lost the event and it was re-loaded: a client holding a ticket issued
     /// before this time polls once with it, which puts it back at its number.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restored_at: Option<String>,
+    /// When the admit tick wrote this status, RFC 3339 in UTC.
     pub updated_at: String,
 }
 
@@ -114,16 +123,28 @@ impl EventStatus {
 /// What the admit tick read about the event, from which the status is made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusInputs {
+    /// The queue's state in the settings.
     pub state: crate::domain::event_settings::QueueState,
+    /// Why a closed queue closed: `sold_out` (the public state is then `sold_out`) or `closed`;
+    /// `None` unless closed.
     pub closed_reason: Option<String>,
+    /// When admission starts (before it, the public state is `pre_queue`).
     pub opens_at: SystemTime,
+    /// The highest queue number called so far.
     pub serving: u64,
+    /// How fast `serving` advances, numbers per second; `None` until measured.
     pub measured_advance: Option<f64>,
+    /// The configured admissions per second, shown while nothing is measured.
     pub configured_rate: u32,
+    /// The last queue number handed out.
     pub last_number: u64,
+    /// Customers waiting with a number.
     pub waiting: u64,
+    /// How long an admitted customer has to claim the admission.
     pub claim_window: Duration,
+    /// Seats not sold, as last counted; `None` before the first count.
     pub seats_left: Option<u64>,
+    /// The commitment to the event's draw seed.
     pub commitment: String,
     /// Set once the pre-queue closed.
     pub entrants: Option<u64>,

@@ -43,6 +43,7 @@ pub const MAX_SIGNATURES: usize = 4;
 /// How far a signature's timestamp may be from now, either way.
 pub const TOLERANCE: Duration = Duration::from_secs(5 * 60);
 
+/// One version of the secret the payment provider signs webhooks with (at least 32 bytes).
 #[derive(Clone)]
 pub struct WebhookSecret(Vec<u8>);
 
@@ -53,6 +54,7 @@ impl std::fmt::Debug for WebhookSecret {
     }
 }
 
+/// A webhook secret shorter than 32 bytes (its length): not a usable secret.
 #[derive(Debug, thiserror::Error)]
 #[error("the webhook secret must be at least 32 bytes long (got {0})")]
 pub struct SecretTooShort(pub usize);
@@ -64,6 +66,7 @@ thread_local! {
 }
 
 impl WebhookSecret {
+    /// The secret's bytes, refused when shorter than 32.
     pub fn new(secret: impl Into<Vec<u8>>) -> Result<Self, SecretTooShort> {
         let secret = secret.into();
         if secret.len() < 32 {

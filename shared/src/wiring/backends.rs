@@ -97,20 +97,31 @@ impl Queue {
         }
     }
 
-    /// `confirm`: the payment webhook, over `ledger`.
+    /// `confirm`: the payment webhook, over `ledger` (see [`confirm_api`]).
     pub fn confirm_api(
         &self,
         ledger: Arc<DynamoLedger>,
         secret: WebhookSecrets,
         clock: Arc<dyn Clock>,
     ) -> ConfirmApi {
-        ConfirmApi {
-            ledger,
-            admissions: self.queue.clone(),
-            limits: self.queue.clone(),
-            secret,
-            clock,
-        }
+        confirm_api(self.queue.clone(), ledger, secret, clock)
+    }
+}
+
+/// `confirm`: the payment webhook, over `ledger`, asking `queue` whose admission a payment ends
+/// and each event's ticket limit. (It reads no events table, so it needs no [`Queue`].)
+pub fn confirm_api(
+    queue: Arc<RedisQueue>,
+    ledger: Arc<DynamoLedger>,
+    secret: WebhookSecrets,
+    clock: Arc<dyn Clock>,
+) -> ConfirmApi {
+    ConfirmApi {
+        ledger,
+        admissions: queue.clone(),
+        limits: queue,
+        secret,
+        clock,
     }
 }
 

@@ -37,43 +37,66 @@ use crate::domain::webhook_signature::{SecretTooShort, WebhookSecret};
 
 /// The signing key's variables: the literal (local runs) or its secret's ARN (AWS).
 pub const SIGNING_KEY: &str = "LINEUP_SIGNING_KEY";
+/// The ARN of the signing key's secret in Secrets Manager (AWS).
 pub const SIGNING_KEY_SECRET_ARN: &str = "LINEUP_SIGNING_KEY_SECRET_ARN";
 /// The webhook secret's variables, likewise.
 pub const WEBHOOK_SECRET: &str = "LINEUP_WEBHOOK_SECRET";
+/// The ARN of the webhook secret's secret in Secrets Manager (AWS).
 pub const WEBHOOK_SECRET_SECRET_ARN: &str = "LINEUP_WEBHOOK_SECRET_ARN";
 /// A JWT claim that must be `true` before a customer may join (e.g. `email_verified`).
 pub const REQUIRED_CLAIM: &str = "LINEUP_REQUIRED_CLAIM";
 /// The value CloudFront sends in `X-Lineup-Origin`: literal (local) or its secret's ARN (AWS).
 /// Unset: the function lets every request through (local runs).
 pub const ORIGIN_SECRET: &str = "LINEUP_ORIGIN_SECRET";
+/// The ARN of the origin secret's secret in Secrets Manager (AWS).
 pub const ORIGIN_SECRET_ARN: &str = "LINEUP_ORIGIN_SECRET_ARN";
 
+/// Why a function's settings are refused: it stops at cold start, naming the variable.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// A required variable (named) is unset or empty.
     #[error("environment variable {0} is not set")]
     Missing(&'static str),
+    /// A variable is set to something unusable.
     #[error("environment variable {name} is not valid: {reason}")]
-    Invalid { name: &'static str, reason: String },
+    Invalid {
+        /// The variable.
+        name: &'static str,
+        /// What is wrong with its value.
+        reason: String,
+    },
+    /// A duration variable (`*_MS`) is not a whole number above 0.
     #[error("environment variable {name} must be a positive number of milliseconds")]
     NotMillis {
+        /// The variable.
         name: &'static str,
+        /// Why it did not parse; `None` when it parsed as 0.
         #[source]
         source: Option<std::num::ParseIntError>,
     },
+    /// A required secret has neither its literal nor its ARN variable set.
     #[error("neither {literal} nor {arn} is set (set {arn} in AWS, {literal} only locally)")]
     NoSecretSource {
+        /// The literal value's variable.
         literal: &'static str,
+        /// The secret ARN's variable.
         arn: &'static str,
     },
+    /// A secret has both its literal and its ARN variable set.
     #[error("both {literal} and {arn} are set; set exactly one")]
     TwoSecretSources {
+        /// The literal value's variable.
         literal: &'static str,
+        /// The secret ARN's variable.
         arn: &'static str,
     },
+    /// The literal signing key is too short.
     #[error("environment variable LINEUP_SIGNING_KEY is not usable")]
     SigningKey(#[source] KeyTooShort),
+    /// The literal webhook secret is too short.
     #[error("environment variable LINEUP_WEBHOOK_SECRET is not usable")]
     WebhookSecret(#[source] SecretTooShort),
+    /// The literal origin secret is too short.
     #[error("environment variable LINEUP_ORIGIN_SECRET is not usable")]
     OriginSecret(#[source] OriginSecretTooShort),
 }
@@ -91,6 +114,7 @@ impl RedisSettings {
         Self::from_lookup(&env)
     }
 
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let url = lookup("REDIS_URL")
             .filter(|v| !v.is_empty())
@@ -176,11 +200,14 @@ fn signing_key(
 /// The DynamoDB tables and how to reach DynamoDB (`hold`, `confirm`, `expire`).
 #[derive(Debug, Clone)]
 pub struct LedgerConfig {
+    /// `SEATS_TABLE`, `ORDERS_TABLE`, `OUTBOX_TABLE`.
     pub tables: TableNames,
+    /// How to reach DynamoDB.
     pub aws: AwsSettings,
 }
 
 impl LedgerConfig {
+    /// The tables' names and the AWS settings, through `lookup`.
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             tables: TableNames::from_lookup(lookup)?,
@@ -200,12 +227,14 @@ impl LedgerConfig {
 /// `poll` (and the queue side of `join` and `hold`): Redis and the signing key.
 #[derive(Debug, Clone)]
 pub struct QueueFunctionConfig {
+    /// How to reach the queue's Redis.
     pub redis: RedisSettings,
     /// Derives queue ids and signs access tokens.
     pub signing_key: KeySource<SigningKey>,
 }
 
 impl QueueFunctionConfig {
+    /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(&env)
     }
@@ -222,11 +251,14 @@ impl QueueFunctionConfig {
 /// The events table (`EVENTS_TABLE`): events' durable settings, cursors, audit and draws.
 #[derive(Debug, Clone)]
 pub struct EventsTableConfig {
+    /// The events table's name.
     pub table: String,
+    /// How to reach DynamoDB.
     pub aws: AwsSettings,
 }
 
 impl EventsTableConfig {
+    /// `EVENTS_TABLE` and the AWS settings, through `lookup`.
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             table: lookup("EVENTS_TABLE")
@@ -248,16 +280,21 @@ impl EventsTableConfig {
 /// `poll`: Redis, the signing key, and the events table (to restore after a cache loss).
 #[derive(Debug, Clone)]
 pub struct PollConfig {
+    /// Redis and the signing key.
     pub queue: QueueFunctionConfig,
+    /// Where a lost event and its customers are restored from.
     pub events: EventsTableConfig,
+    /// The origin secret's source; `None`: every request is let through (local runs).
     pub origin: Option<KeySource<OriginSecret>>,
 }
 
 impl PollConfig {
+    /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(&env)
     }
 
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             queue: QueueFunctionConfig::from_lookup(lookup)?,
@@ -271,16 +308,21 @@ impl PollConfig {
 /// webhook secret; only the origin secret, like every HTTP function.
 #[derive(Debug, Clone)]
 pub struct StatusConfig {
+    /// How to reach Redis: the status documents and the seat map.
     pub redis: RedisSettings,
+    /// The published draw, the layouts, and whether an event exists durably.
     pub events: EventsTableConfig,
+    /// The origin secret's source; `None`: every request is let through (local runs).
     pub origin: Option<KeySource<OriginSecret>>,
 }
 
 impl StatusConfig {
+    /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(&env)
     }
 
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
@@ -294,8 +336,11 @@ impl StatusConfig {
 /// before joining.
 #[derive(Debug, Clone)]
 pub struct JoinConfig {
+    /// Redis and the signing key.
     pub queue: QueueFunctionConfig,
+    /// Where a lost event is restored from and ranges of numbers are reserved.
     pub events: EventsTableConfig,
+    /// The origin secret's source; `None`: every request is let through (local runs).
     pub origin: Option<KeySource<OriginSecret>>,
     /// `LINEUP_REQUIRED_CLAIM`: a claim of the caller's JWT that must be `"true"` (e.g.
     /// `email_verified`); unset or empty: none.
@@ -303,10 +348,12 @@ pub struct JoinConfig {
 }
 
 impl JoinConfig {
+    /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(&env)
     }
 
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let required_claim = lookup(REQUIRED_CLAIM).filter(|claim| !claim.is_empty());
         if let Some(claim) = &required_claim {
@@ -331,18 +378,23 @@ impl JoinConfig {
 /// `hold`: Redis, the signing key (to check access tokens) and the tables.
 #[derive(Debug, Clone)]
 pub struct HoldConfig {
+    /// Redis (live admissions, the seat map) and the signing key.
     pub queue: QueueFunctionConfig,
+    /// The seats, orders and outbox tables.
     pub ledger: LedgerConfig,
     /// Where the seat layouts are stored.
     pub events: EventsTableConfig,
+    /// The origin secret's source; `None`: every request is let through (local runs).
     pub origin: Option<KeySource<OriginSecret>>,
 }
 
 impl HoldConfig {
+    /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(&env)
     }
 
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             queue: QueueFunctionConfig::from_lookup(lookup)?,
@@ -356,18 +408,23 @@ impl HoldConfig {
 /// `confirm`: Redis (to end a payer's admission), the tables and the webhook secret.
 #[derive(Debug, Clone)]
 pub struct ConfirmConfig {
+    /// How to reach Redis: admissions to end, events' ticket limits.
     pub redis: RedisSettings,
+    /// The seats, orders and outbox tables.
     pub ledger: LedgerConfig,
     /// Shared with the payment provider: verifies its webhooks.
     pub webhook_secret: KeySource<WebhookSecret>,
+    /// The origin secret's source; `None`: every request is let through (local runs).
     pub origin: Option<KeySource<OriginSecret>>,
 }
 
 impl ConfirmConfig {
+    /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(&env)
     }
 
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
@@ -387,22 +444,30 @@ impl ConfirmConfig {
 /// `tick`, for `run` per invocation. No secret.
 #[derive(Debug, Clone)]
 pub struct AdmitConfig {
+    /// How to reach the queue's Redis.
     pub redis: RedisSettings,
+    /// Cursors, number ranges, restores and the published draw.
     pub events: EventsTableConfig,
     /// The seats table, read (by key) only to rebuild a lost availability projection.
     pub ledger: LedgerConfig,
+    /// `ADMIT_TICK_MS`: the time between ticks.
     pub tick: Duration,
+    /// `ADMIT_RUN_MS`: how long one invocation ticks (under the schedule's minute).
     pub run: Duration,
 }
 
 impl AdmitConfig {
+    /// `tick` when `ADMIT_TICK_MS` is unset.
     pub const DEFAULT_TICK: Duration = Duration::from_millis(1_000);
+    /// `run` when `ADMIT_RUN_MS` is unset.
     pub const DEFAULT_RUN: Duration = Duration::from_secs(55);
 
+    /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(&env)
     }
 
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
@@ -417,15 +482,19 @@ impl AdmitConfig {
 /// `expire`: Redis (to close sold-out queues) and the tables.
 #[derive(Debug, Clone)]
 pub struct ExpireConfig {
+    /// How to reach Redis: seat counts, open events, closing sold-out queues.
     pub redis: RedisSettings,
+    /// The orders and seats tables the sweep writes.
     pub ledger: LedgerConfig,
 }
 
 impl ExpireConfig {
+    /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(&env)
     }
 
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
@@ -438,15 +507,19 @@ impl ExpireConfig {
 /// or LocalStack).
 #[derive(Debug, Clone)]
 pub struct OutboxStreamConfig {
+    /// The ticket queue's URL.
     pub publisher: crate::adapters::sqs::PublisherConfig,
+    /// How to reach SQS.
     pub aws: AwsSettings,
 }
 
 impl OutboxStreamConfig {
+    /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(&env)
     }
 
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             publisher: crate::adapters::sqs::PublisherConfig::from_lookup(lookup)?,
@@ -458,14 +531,17 @@ impl OutboxStreamConfig {
 /// `availability`: Redis, where the seats table's stream is projected.
 #[derive(Debug, Clone)]
 pub struct AvailabilityConfig {
+    /// How to reach the Redis that holds the projection.
     pub redis: RedisSettings,
 }
 
 impl AvailabilityConfig {
+    /// From the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(&env)
     }
 
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
@@ -500,6 +576,7 @@ impl AwsSettings {
 
 /// Reading [`PublisherConfig`] from the environment.
 impl PublisherConfig {
+    /// The variable holding the ticket queue's URL.
     pub const QUEUE_URL: &'static str = "TICKET_QUEUE_URL";
 
     /// From a lookup of the environment ([`crate::wiring::config::OutboxStreamConfig`] passes it).

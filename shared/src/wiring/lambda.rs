@@ -18,7 +18,7 @@ use crate::adapters::sqs::SqsPublisher;
 use crate::application::http::origin::OriginGuard;
 use crate::application::{admit, availability, confirm, hold, join, outbox_stream, poll, status};
 use crate::domain::clock::SystemClock;
-use crate::wiring::backends::{Admit, Expire, Queue};
+use crate::wiring::backends::{self, Admit, Expire, Queue};
 use crate::wiring::config::{
     AdmitConfig, AvailabilityConfig, ConfirmConfig, ExpireConfig, HoldConfig, JoinConfig,
     OutboxStreamConfig, PollConfig, StatusConfig,
@@ -97,13 +97,12 @@ pub async fn confirm() -> Result<(), Error> {
     // The webhook reads no events table: the queue's records are never touched here.
     let queue = Arc::new(RedisQueue::open(&config.redis)?);
     let secret = config.webhook_secret.load().await?;
-    let api = confirm::ConfirmApi {
-        ledger: Arc::new(config.ledger.ledger()),
-        admissions: queue.clone(),
-        limits: queue,
+    let api = backends::confirm_api(
+        queue,
+        Arc::new(config.ledger.ledger()),
         secret,
-        clock: Arc::new(SystemClock),
-    };
+        Arc::new(SystemClock),
+    );
     serve_http(origin, move |request| {
         let api = api.clone();
         async move {

@@ -51,6 +51,7 @@ const LAYOUT_PART_PREFIX: &str = "PART#";
 /// The most bytes of a layout document one item holds.
 const LAYOUT_PART_BYTES: usize = 350_000;
 
+/// Events' durable records, the audit trail, layouts and the published draw, in the events table.
 #[derive(Clone)]
 pub struct DynamoEventRecords {
     client: Client,
@@ -89,6 +90,7 @@ fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
 }
 
 impl DynamoEventRecords {
+    /// Records in the events table named `table`.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
             client,
@@ -96,6 +98,7 @@ impl DynamoEventRecords {
         }
     }
 
+    /// The events table's name (for the CLI creating it locally, and tests).
     pub fn table(&self) -> &str {
         &self.table
     }

@@ -17,6 +17,7 @@ pub(crate) type Item = HashMap<String, AttributeValue>;
 /// Pending orders are found by the expiry sweep through a sparse GSI, spread over this many keys.
 pub const PENDING_SHARDS: u32 = 8;
 
+/// The orders table's GSI of pending orders: key `pending_shard`, sort key `expires_at`.
 pub const PENDING_INDEX: &str = "pending_by_expiry";
 
 pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
@@ -34,12 +35,16 @@ fn stable_hash(text: &str) -> u32 {
     })
 }
 
-/// The prefixes of the orders table's record kinds (see [`crate::adapters::dynamo::tables`]). Every key is built
+/// The prefixes of the orders table's record kinds (declared in `template.yaml`). Every key is built
 /// by the functions below, and readers (the simulation's checks) use the same prefixes.
 pub const ORDER_PREFIX: &str = "ORDER#";
+/// A customer's open-hold lock: `HOLD#<eventId>#<customerId>`.
 pub const HOLD_LOCK_PREFIX: &str = "HOLD#";
+/// A webhook's stored first answer: `IDEMPOTENCY#<Idempotency-Key>`.
 pub const IDEMPOTENCY_PREFIX: &str = "IDEMPOTENCY#";
+/// A payment's record, which settles at most one order: `PAYMENT#<paymentId>`.
 pub const PAYMENT_PREFIX: &str = "PAYMENT#";
+/// A customer's count of seats bought for an event: `TICKETS#<eventId>#<customerId>`.
 pub const TICKETS_BOUGHT_PREFIX: &str = "TICKETS#";
 /// The pending index's partition keys: `PENDING#<shard>`.
 pub const PENDING_SHARD_PREFIX: &str = "PENDING#";
@@ -53,6 +58,7 @@ pub(crate) fn seat_key(event: &EventId, seat: &SeatId) -> AttributeValue {
     s(seat_pk(event, seat))
 }
 
+/// An order's key in the orders table: `ORDER#<orderId>`.
 pub fn order_pk(order: &OrderId) -> String {
     format!("{ORDER_PREFIX}{order}")
 }

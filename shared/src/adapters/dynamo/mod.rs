@@ -1,6 +1,6 @@
 //! The DynamoDB adapter of the ledger ports.
 //!
-//! Three tables (see [`tables`] for their keys and why):
+//! Three tables (declared in `template.yaml`; their keys and why in `docs/ARCHITECTURE.md`):
 //! - seats: one item per seat, keyed by event and seat, so an on-sale's writes spread over as
 //!   many partitions as it has seats and no item is written by every hold;
 //! - orders: orders, plus the small records that make rules atomic conditions: one open hold per
@@ -27,16 +27,21 @@ use crate::application::error::LineupError;
 /// The table names (`SEATS_TABLE`, `ORDERS_TABLE`, `OUTBOX_TABLE` in a function's environment).
 #[derive(Debug, Clone)]
 pub struct TableNames {
+    /// `SEATS_TABLE`: one item per seat.
     pub seats: String,
+    /// `ORDERS_TABLE`: orders and the records that make the rules conditions.
     pub orders: String,
+    /// `OUTBOX_TABLE`: the events `outbox-stream` publishes.
     pub outbox: String,
 }
 
+/// A table name's variable (named) is unset or empty.
 #[derive(Debug, thiserror::Error)]
 #[error("environment variable {0} is not set")]
 pub struct MissingTable(pub &'static str);
 
 impl TableNames {
+    /// The three names through `lookup` (the environment, or a map in tests).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, MissingTable> {
         let required = |name: &'static str| {
             lookup(name)
@@ -51,6 +56,7 @@ impl TableNames {
     }
 }
 
+/// The seat ledger over the three tables: implements the ledger ports, seeding and seat states.
 #[derive(Clone)]
 pub struct DynamoLedger {
     pub(crate) client: Client,

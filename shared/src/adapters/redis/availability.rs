@@ -24,12 +24,14 @@ struct Scripts {
     install: Script,
 }
 
+/// The seat availability projection in Redis ([`AvailabilityBoard`]), each operation a Lua script.
 pub struct RedisAvailability {
     connection: RedisConnection,
     scripts: Scripts,
 }
 
 impl RedisAvailability {
+    /// The adapter over `connection` (usually the queue's), connecting nothing yet.
     pub fn new(connection: RedisConnection) -> Self {
         Self {
             connection,

@@ -27,12 +27,16 @@ pub struct RedisSettings {
 /// The bound on connecting and on each reply, unless configured.
 pub const REDIS_DEFAULT_TIMEOUT: Duration = Duration::from_millis(1_000);
 
+/// A connection to Redis, cheap to clone (clones share it).
 #[derive(Clone)]
 pub enum RedisConnection {
+    /// One server (local Redis, a non-clustered cache), reconnecting on its own.
     Single(ConnectionManager),
+    /// A cluster (`REDIS_CLUSTER=true`), connected on first use.
     Cluster(Arc<LazyCluster>),
 }
 
+/// A cluster client whose connection is made on first use, not at cold start.
 pub struct LazyCluster {
     client: ClusterClient,
     connection: OnceCell<ClusterConnection>,

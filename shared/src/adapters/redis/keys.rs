@@ -8,6 +8,7 @@ use crate::domain::ids::EventId;
 /// read once per tick, on its own, never inside an event's script.
 pub const OPEN_EVENTS: &str = "lineup:open-events";
 
+/// The names of one event's keys, all under its hash tag `{ev:<id>}`.
 #[derive(Debug, Clone)]
 pub struct EventKeys {
     /// HASH: `state` (open, paused, closed), `opens_at_ms`, `max_active`, `admit_per_sec`,
@@ -59,6 +60,7 @@ pub struct EventKeys {
 }
 
 impl EventKeys {
+    /// `event`'s key names: `{ev:<id>}:<name>`.
     pub fn new(event: &EventId) -> Self {
         let tag = format!("{{ev:{event}}}");
         let key = |name: &str| format!("{tag}:{name}");

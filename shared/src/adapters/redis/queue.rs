@@ -59,6 +59,7 @@ struct Scripts {
     restore_context: Script,
     set_seats_left: Script,
     extend_numbers: Script,
+    mark_drawn: Script,
 }
 
 impl Scripts {
@@ -79,10 +80,13 @@ impl Scripts {
             restore_context: Script::new(include_str!("scripts/restore_context.lua")),
             set_seats_left: Script::new(include_str!("scripts/set_seats_left.lua")),
             extend_numbers: Script::new(include_str!("scripts/extend_numbers.lua")),
+            mark_drawn: Script::new(include_str!("scripts/mark_drawn.lua")),
         }
     }
 }
 
+/// The queue in Redis: every queue port (and [`TicketLimits`]), each operation one atomic Lua
+/// script.
 pub struct RedisQueue {
     connection: RedisConnection,
     scripts: Scripts,
@@ -928,7 +932,17 @@ impl PreQueueDraw for RedisQueue {
 
     async fn mark_drawn(&self, event: &EventId) -> Result<(), LineupError> {
         let keys = EventKeys::new(event);
-        let _: i64 = self.connection().hset(&keys.settings, "drawn", "1").await?;
+        let marked: i64 = self
+            .scripts
+            .mark_drawn
+            .key(&keys.settings)
+            .invoke_async(&mut self.connection())
+            .await?;
+        if marked == 0 {
+            // Lost with the cache since the draw began: the next tick re-loads the event from
+            // its record, which says whether the draw was published.
+            tracing::warn!(event = %event, "the event left the cache during its draw; not marked drawn");
+        }
         Ok(())
     }
 }

@@ -1,1 +1,1155 @@
-//! (being written)
+//! `MemoryLedger`: the seat ledger (seats, holds, orders, payments, the outbox, the expiry sweep)
+//! in memory, so `hold`, `confirm`, `expire` and the seeding can be unit-tested without DynamoDB.
+//! Each port call is one step under one mutex, and decides as the DynamoDB adapter's
+//! conditional writes and transactions do (`adapters/dynamo/{hold,confirm,orders,seats,expire}.rs`):
+//! the same conditions, the same order of reading a cancelled transaction's reasons, the same
+//! errors and outcomes. Where the adapter makes several requests (release, the settlement's
+//! tidying, the sweep), the fake makes them in one step: a played outage fails a whole call,
+//! never half of one.
+//!
+//! It plays an outage ([`MemoryLedger::go_down`], [`MemoryLedger::fail_next`]: calls fail with
+//! [`LineupError::Unavailable`] from [`Store::Seats`], changing nothing) and a hand-edited order
+//! the adapter cannot read ([`MemoryLedger::corrupt_order`]). [`Outage`] is shared by the other
+//! fakes of this folder that play outages the same way.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use sha2::{Digest, Sha256};
+
+use crate::application::error::{HoldRefused, LineupError, PaymentRefused, Store};
+use crate::application::ports::ledger::{
+    stricter_limit, ConfirmAnswer, Confirmation, HoldRequest, HoldSweeper, Order, OrderStatus,
+    PaymentConfirmation, PaymentLedger, PaymentOutcome, SeatLedger, SweepReport, TicketLimits,
+    HOLD_DURATION,
+};
+use crate::application::ports::outbox::{OutboxEvent, OutboxEventKind};
+use crate::application::rebuild::SeatStates;
+use crate::application::seeding::SeatWriter;
+use crate::domain::clock::{from_unix_millis, rfc3339, unix_millis};
+use crate::domain::ids::{CustomerId, EventId, OrderId, SeatId};
+use crate::domain::layout::SeatLayout;
+use crate::domain::seat::{NewSeat, SeatStatus};
+
+/// An outage played on a fake: every call fails while down, and the next `failures` calls fail,
+/// whatever they are. Every call is counted by operation (the port method's name).
+#[derive(Debug, Default)]
+pub(crate) struct Outage {
+    down: bool,
+    failures: u32,
+    calls: HashMap<&'static str, usize>,
+}
+
+impl Outage {
+    /// Counts the call, and fails it during an outage, as `Unavailable` from `store`.
+    pub(crate) fn enter(
+        &mut self,
+        store: Store,
+        fake: &'static str,
+        operation: &'static str,
+    ) -> Result<(), LineupError> {
+        *self.calls.entry(operation).or_default() += 1;
+        if self.down || self.failures > 0 {
+            self.failures = self.failures.saturating_sub(1);
+            return Err(LineupError::Unavailable {
+                store,
+                source: Box::new(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionRefused,
+                    format!("the {fake} is down (a played outage, in {operation})"),
+                )),
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn go_down(&mut self) {
+        self.down = true;
+    }
+
+    pub(crate) fn come_back(&mut self) {
+        self.down = false;
+        self.failures = 0;
+    }
+
+    pub(crate) fn fail_next(&mut self, calls: u32) {
+        self.failures = calls;
+    }
+
+    pub(crate) fn calls(&self, operation: &str) -> usize {
+        self.calls.get(operation).copied().unwrap_or(0)
+    }
+}
+
+/// A seat item (`SeatItem`): times in Unix milliseconds, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredSeat {
+    pub(crate) section: String,
+    pub(crate) row: String,
+    pub(crate) price: i64,
+    pub(crate) currency: String,
+    pub(crate) status: SeatStatus,
+    /// The order holding it, or (once SOLD) the order it was sold to.
+    pub(crate) held_by: Option<String>,
+    pub(crate) hold_expires_at_ms: Option<u64>,
+    pub(crate) layout_version: String,
+    pub(crate) layout_index: u32,
+}
+
+impl StoredSeat {
+    fn new(seat: &NewSeat, version: &str, index: u32) -> Self {
+        Self {
+            section: seat.section.clone(),
+            row: seat.row.clone(),
+            price: seat.price,
+            currency: seat.currency.clone(),
+            status: SeatStatus::Available,
+            held_by: None,
+            hold_expires_at_ms: None,
+            layout_version: version.to_owned(),
+            layout_index: index,
+        }
+    }
+
+    /// HELD by `order` → AVAILABLE (`free_seat`), only if lapsed before `lapsed_before` when
+    /// given. `false` when the seat was no longer this order's.
+    fn free(&mut self, order: &str, lapsed_before: Option<u64>) -> bool {
+        let lapsed = lapsed_before.is_none_or(|before| {
+            self.hold_expires_at_ms
+                .is_some_and(|expires| expires < before)
+        });
+        if self.status == SeatStatus::Held && self.held_by.as_deref() == Some(order) && lapsed {
+            self.status = SeatStatus::Available;
+            self.held_by = None;
+            self.hold_expires_at_ms = None;
+            return true;
+        }
+        false
+    }
+}
+
+/// An order item: the order, and what the settlement adds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredOrder {
+    pub(crate) order: Order,
+    pub(crate) created_at_ms: u64,
+    pub(crate) payment_id: Option<String>,
+    pub(crate) settled_at_ms: Option<u64>,
+    /// Hand-edited into a shape the adapter cannot read (`into_order` fails).
+    pub(crate) corrupt: bool,
+}
+
+/// The customer's hold lock (`HOLD#<event>#<customer>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HoldLock {
+    pub(crate) order_id: String,
+    pub(crate) expires_at_ms: u64,
+}
+
+/// An idempotency record (`IDEMPOTENCY#<key>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IdempotencyRecord {
+    pub(crate) order_id: String,
+    pub(crate) request_digest: String,
+    pub(crate) outcome: PaymentOutcome,
+}
+
+/// A payment record (`PAYMENT#<paymentId>`): a payment settles at most one order, ever.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PaymentRecord {
+    pub(crate) order_id: String,
+    pub(crate) amount: i64,
+    pub(crate) currency: String,
+    pub(crate) outcome: PaymentOutcome,
+}
+
+/// Everything the three tables hold. Compared whole to show a refused request changed nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct LedgerTables {
+    pub(crate) seats: BTreeMap<(EventId, SeatId), StoredSeat>,
+    pub(crate) orders: BTreeMap<String, StoredOrder>,
+    pub(crate) hold_locks: BTreeMap<(EventId, CustomerId), HoldLock>,
+    /// `TICKETS#<event>#<customer>`: `paid_seats`.
+    pub(crate) paid_seats: BTreeMap<(EventId, CustomerId), u32>,
+    pub(crate) idempotency: BTreeMap<String, IdempotencyRecord>,
+    pub(crate) payments: BTreeMap<String, PaymentRecord>,
+    /// The outbox table, in the order written (its key is `outbox_id`).
+    pub(crate) outbox: Vec<OutboxEvent>,
+}
+
+/// The answer the adapter reads off an order item (`into_order`).
+fn readable(stored: &StoredOrder) -> Result<Order, LineupError> {
+    if stored.corrupt {
+        return Err(LineupError::SeatStoreReply {
+            operation: "order item",
+            reply: format!("ORDER#{}", stored.order.order_id),
+        });
+    }
+    Ok(stored.order.clone())
+}
+
+impl LedgerTables {
+    fn read_order(&self, order: &OrderId) -> Result<Option<Order>, LineupError> {
+        self.orders.get(order.as_str()).map(readable).transpose()
+    }
+
+    fn has_outbox(&self, outbox_id: &str) -> bool {
+        self.outbox.iter().any(|event| event.outbox_id == outbox_id)
+    }
+
+    /// PENDING → `status` (`end_pending_order`): `false` unless pending (and the customer's, and
+    /// lapsed before `lapsed_before`, when given).
+    fn end_pending_order(
+        &mut self,
+        order: &OrderId,
+        status: OrderStatus,
+        customer: Option<&CustomerId>,
+        lapsed_before: Option<u64>,
+    ) -> bool {
+        let Some(stored) = self.orders.get_mut(order.as_str()) else {
+            return false;
+        };
+        let order = &mut stored.order;
+        let ends = order.status == OrderStatus::Pending
+            && customer.is_none_or(|customer| &order.customer_id == customer)
+            && lapsed_before.is_none_or(|before| unix_millis(order.expires_at) < before);
+        if ends {
+            order.status = status;
+        }
+        ends
+    }
+
+    fn free_seat(
+        &mut self,
+        event: &EventId,
+        seat: &SeatId,
+        order: &OrderId,
+        lapsed_before: Option<u64>,
+    ) -> bool {
+        self.seats
+            .get_mut(&(event.clone(), seat.clone()))
+            .is_some_and(|stored| stored.free(order.as_str(), lapsed_before))
+    }
+
+    /// Deletes the customer's hold lock if it is still this order's.
+    fn free_hold_lock(&mut self, order: &Order) {
+        let key = (order.event_id.clone(), order.customer_id.clone());
+        if self
+            .hold_locks
+            .get(&key)
+            .is_some_and(|lock| lock.order_id == order.order_id.as_str())
+        {
+            self.hold_locks.remove(&key);
+        }
+    }
+
+    fn write_new_seat(&mut self, event: &EventId, seat: &NewSeat, version: &str, index: u32) {
+        self.seats.insert(
+            (event.clone(), seat.seat_id.clone()),
+            StoredSeat::new(seat, version, index),
+        );
+    }
+}
+
+/// Why one seat's condition failed in a hold's transaction, with the old item returned
+/// (`ReturnValuesOnConditionCheckFailure::AllOld`; nothing for a seat not stored).
+struct SeatFailure {
+    stored_price: Option<i64>,
+    held_by: Option<String>,
+}
+
+/// What a settlement transaction's conditions found, item by item, in the adapter's order:
+/// `[idempotency, payment, order, (Paid: seats bought, seats...), outbox]`.
+#[derive(Debug, Default)]
+struct Reasons {
+    idempotency: bool,
+    payment: bool,
+    order: bool,
+    /// Any item after the order failed (the seats bought, a seat, the outbox event).
+    rest: bool,
+}
+
+impl Reasons {
+    fn any(&self) -> bool {
+        self.idempotency || self.payment || self.order || self.rest
+    }
+
+    /// The codes, as the adapter reports an unexpected cancellation.
+    fn codes(&self) -> String {
+        let code = |failed: bool| {
+            if failed {
+                "ConditionalCheckFailed"
+            } else {
+                "None"
+            }
+        };
+        [self.idempotency, self.payment, self.order, self.rest]
+            .map(code)
+            .join(",")
+    }
+}
+
+#[derive(Default)]
+struct State {
+    tables: LedgerTables,
+    outage: Outage,
+}
+
+/// The ledger in memory. Every port call counts in [`MemoryLedger::calls`].
+pub(crate) struct MemoryLedger {
+    state: Mutex<State>,
+    hold_duration: Duration,
+}
+
+impl Default for MemoryLedger {
+    fn default() -> Self {
+        Self {
+            state: Mutex::default(),
+            hold_duration: HOLD_DURATION,
+        }
+    }
+}
+
+impl MemoryLedger {
+    /// A ledger whose holds last [`HOLD_DURATION`], as deployed.
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn enter(&self, operation: &'static str) -> Result<MutexGuard<'_, State>, LineupError> {
+        let mut state = self.lock();
+        state
+            .outage
+            .enter(Store::Seats, "memory ledger", operation)?;
+        Ok(state)
+    }
+
+    // --- Setting up ---
+
+    /// Writes the layout's seats, all AVAILABLE, as a first seeding does (no call counted, no
+    /// outage).
+    pub(crate) fn seed(&self, event: &EventId, layout: &SeatLayout) {
+        let mut state = self.lock();
+        for (index, seat) in layout.seats() {
+            state
+                .tables
+                .write_new_seat(event, &seat, layout.version(), index);
+        }
+    }
+
+    /// Sets the customer's count of seats bought for the event (`paid_seats`).
+    pub(crate) fn set_paid_seats(&self, event: &EventId, customer: &CustomerId, seats: u32) {
+        self.lock()
+            .tables
+            .paid_seats
+            .insert((event.clone(), customer.clone()), seats);
+    }
+
+    // --- Playing faults ---
+
+    /// Every call fails until [`MemoryLedger::come_back`].
+    pub(crate) fn go_down(&self) {
+        self.lock().outage.go_down();
+    }
+
+    pub(crate) fn come_back(&self) {
+        self.lock().outage.come_back();
+    }
+
+    /// The next `calls` calls fail, whatever they are.
+    pub(crate) fn fail_next(&self, calls: u32) {
+        self.lock().outage.fail_next(calls);
+    }
+
+    /// The order's item becomes unreadable, as after a bad hand edit: reading it fails with
+    /// `SeatStoreReply` (500), and the sweep counts it as failed.
+    pub(crate) fn corrupt_order(&self, order: &OrderId) {
+        if let Some(stored) = self.lock().tables.orders.get_mut(order.as_str()) {
+            stored.corrupt = true;
+        }
+    }
+
+    // --- Looking inside ---
+
+    /// How many times the port operation `operation` (its method name) was called.
+    pub(crate) fn calls(&self, operation: &str) -> usize {
+        self.lock().outage.calls(operation)
+    }
+
+    /// Everything stored, to compare before and after.
+    pub(crate) fn snapshot(&self) -> LedgerTables {
+        self.lock().tables.clone()
+    }
+
+    pub(crate) fn seat(&self, event: &EventId, seat: &SeatId) -> Option<StoredSeat> {
+        self.lock()
+            .tables
+            .seats
+            .get(&(event.clone(), seat.clone()))
+            .cloned()
+    }
+
+    pub(crate) fn seat_status(&self, event: &EventId, seat: &SeatId) -> Option<SeatStatus> {
+        self.seat(event, seat).map(|seat| seat.status)
+    }
+
+    /// The seats of the event in `status`, in seat id order.
+    pub(crate) fn seats_in(&self, event: &EventId, status: SeatStatus) -> Vec<SeatId> {
+        self.lock()
+            .tables
+            .seats
+            .iter()
+            .filter(|((of, _), seat)| of == event && seat.status == status)
+            .map(|((_, id), _)| id.clone())
+            .collect()
+    }
+
+    /// Every order, as stored (whatever its status).
+    pub(crate) fn orders(&self) -> Vec<Order> {
+        self.lock()
+            .tables
+            .orders
+            .values()
+            .map(|stored| stored.order.clone())
+            .collect()
+    }
+
+    pub(crate) fn stored_order(&self, order: &OrderId) -> Option<StoredOrder> {
+        self.lock().tables.orders.get(order.as_str()).cloned()
+    }
+
+    pub(crate) fn hold_lock(&self, event: &EventId, customer: &CustomerId) -> Option<HoldLock> {
+        self.lock()
+            .tables
+            .hold_locks
+            .get(&(event.clone(), customer.clone()))
+            .cloned()
+    }
+
+    pub(crate) fn paid_seats(&self, event: &EventId, customer: &CustomerId) -> Option<u32> {
+        self.lock()
+            .tables
+            .paid_seats
+            .get(&(event.clone(), customer.clone()))
+            .copied()
+    }
+
+    /// Payment records by payment id.
+    pub(crate) fn payments(&self) -> BTreeMap<String, PaymentRecord> {
+        self.lock().tables.payments.clone()
+    }
+
+    /// Idempotency records by key.
+    pub(crate) fn idempotency_records(&self) -> BTreeMap<String, IdempotencyRecord> {
+        self.lock().tables.idempotency.clone()
+    }
+
+    /// The outbox events written, in order.
+    pub(crate) fn outbox(&self) -> Vec<OutboxEvent> {
+        self.lock().tables.outbox.clone()
+    }
+}
+
+// --- Holding ---
+
+impl LedgerTables {
+    /// The hold's transaction (`hold_seats`), after the limit's pre-check.
+    fn hold(
+        &mut self,
+        request: &HoldRequest,
+        hold_duration: Duration,
+    ) -> Result<Order, LineupError> {
+        let mut distinct = HashSet::new();
+        if !request
+            .seats
+            .iter()
+            .all(|seat| distinct.insert(&seat.seat_id))
+        {
+            // DynamoDB refuses two operations on one item in a transaction (ValidationException).
+            return Err(LineupError::Failed {
+                store: Store::Seats,
+                source: "Transaction request cannot include multiple operations on one item".into(),
+            });
+        }
+        let order_id = OrderId::generate();
+        let now = unix_millis(request.now);
+        let expires = unix_millis(request.now + hold_duration);
+
+        // Per seat: stored, at the price shown, AVAILABLE or HELD by a lapsed hold.
+        let seat_reasons: Vec<Option<SeatFailure>> = request
+            .seats
+            .iter()
+            .map(|seat| {
+                let Some(stored) = self
+                    .seats
+                    .get(&(request.event.clone(), seat.seat_id.clone()))
+                else {
+                    return Some(SeatFailure {
+                        stored_price: None,
+                        held_by: None,
+                    });
+                };
+                let free = stored.status == SeatStatus::Available
+                    || (stored.status == SeatStatus::Held
+                        && stored
+                            .hold_expires_at_ms
+                            .is_some_and(|expires| expires < now));
+                (stored.price != seat.price || !free).then(|| SeatFailure {
+                    stored_price: Some(stored.price),
+                    held_by: stored.held_by.clone(),
+                })
+            })
+            .collect();
+        let lock_key = (request.event.clone(), request.customer.clone());
+        // The lock: absent or lapsed; when it fails, the old item names the open hold's order.
+        let lock_failure: Option<HoldLock> = self
+            .hold_locks
+            .get(&lock_key)
+            .filter(|lock| lock.expires_at_ms >= now)
+            .cloned();
+        let limit_failed = request.ticket_limit.is_some_and(|limit| {
+            let room = limit.saturating_sub(request.seats.len() as u32);
+            self.paid_seats
+                .get(&lock_key)
+                .is_some_and(|paid| *paid > room)
+        });
+
+        let cancelled =
+            seat_reasons.iter().any(Option::is_some) || lock_failure.is_some() || limit_failed;
+        if !cancelled {
+            let order = Order {
+                order_id: order_id.clone(),
+                event_id: request.event.clone(),
+                customer_id: request.customer.clone(),
+                seat_ids: request
+                    .seats
+                    .iter()
+                    .map(|seat| seat.seat_id.clone())
+                    .collect(),
+                amount: request.seats.iter().map(|seat| seat.price).sum(),
+                currency: request
+                    .seats
+                    .first()
+                    .map(|seat| seat.currency.clone())
+                    .unwrap_or_default(),
+                status: OrderStatus::Pending,
+                // As stored: milliseconds.
+                expires_at: from_unix_millis(expires),
+                ticket_limit: request.ticket_limit,
+                admission_expires_at: Some(from_unix_millis(unix_millis(
+                    request.admission_expires_at,
+                ))),
+            };
+            for seat in &request.seats {
+                let stored = self
+                    .seats
+                    .get_mut(&(request.event.clone(), seat.seat_id.clone()))
+                    .expect("its condition passed: it is stored");
+                stored.status = SeatStatus::Held;
+                stored.held_by = Some(order_id.as_str().to_owned());
+                stored.hold_expires_at_ms = Some(expires);
+            }
+            self.orders.insert(
+                order_id.as_str().to_owned(),
+                StoredOrder {
+                    order: order.clone(),
+                    created_at_ms: now,
+                    payment_id: None,
+                    settled_at_ms: None,
+                    corrupt: false,
+                },
+            );
+            self.hold_locks.insert(
+                lock_key,
+                HoldLock {
+                    order_id: order_id.as_str().to_owned(),
+                    expires_at_ms: expires,
+                },
+            );
+            return Ok(order);
+        }
+
+        // Cancelled: the reasons read in the adapter's order.
+        let own_order: Option<String> = lock_failure.map(|lock| lock.order_id);
+        if let Some(existing) =
+            self.same_hold_again(request, &seat_reasons, own_order.as_deref())?
+        {
+            return Ok(existing);
+        }
+        if let (Some(limit), true) = (request.ticket_limit, limit_failed) {
+            return Err(HoldRefused::TicketLimitReached { limit }.into());
+        }
+        let failed = || {
+            request
+                .seats
+                .iter()
+                .zip(&seat_reasons)
+                .filter_map(|(seat, reason)| reason.as_ref().map(|reason| (seat, reason)))
+        };
+        let repriced: Vec<String> = failed()
+            .filter(|(seat, reason)| reason.stored_price.is_some_and(|price| price != seat.price))
+            .map(|(seat, _)| seat.seat_id.as_str().to_owned())
+            .collect();
+        if !repriced.is_empty() {
+            return Err(HoldRefused::PriceChanged(repriced).into());
+        }
+        let taken: Vec<String> = failed()
+            .filter(|(_, reason)| {
+                reason
+                    .held_by
+                    .as_deref()
+                    .is_none_or(|by| Some(by) != own_order.as_deref())
+            })
+            .map(|(seat, _)| seat.seat_id.as_str().to_owned())
+            .collect();
+        if !taken.is_empty() {
+            return Err(HoldRefused::SeatsUnavailable(taken).into());
+        }
+        if own_order.is_some() {
+            return Err(HoldRefused::HoldExists {
+                order_id: own_order,
+            }
+            .into());
+        }
+        Err(LineupError::SeatStoreReply {
+            operation: "hold",
+            reply: "a condition failed that the hold does not read".to_owned(),
+        })
+    }
+
+    /// The customer's open hold holds exactly these seats: a retry after a lost answer gets it.
+    fn same_hold_again(
+        &self,
+        request: &HoldRequest,
+        seat_reasons: &[Option<SeatFailure>],
+        lock_order: Option<&str>,
+    ) -> Result<Option<Order>, LineupError> {
+        let Some(lock_order) = lock_order else {
+            return Ok(None);
+        };
+        let all_seats_are_its = seat_reasons.iter().all(|reason| {
+            reason
+                .as_ref()
+                .is_some_and(|reason| reason.held_by.as_deref() == Some(lock_order))
+        });
+        if !all_seats_are_its {
+            return Ok(None);
+        }
+        let Ok(order_id) = OrderId::parse(lock_order) else {
+            return Ok(None);
+        };
+        let Some(order) = self.read_order(&order_id)? else {
+            return Ok(None);
+        };
+        let mut asked: Vec<&str> = request
+            .seats
+            .iter()
+            .map(|seat| seat.seat_id.as_str())
+            .collect();
+        let mut held: Vec<&str> = order.seat_ids.iter().map(SeatId::as_str).collect();
+        asked.sort_unstable();
+        held.sort_unstable();
+        let same = asked == held
+            && order.status == OrderStatus::Pending
+            && order.customer_id == request.customer;
+        Ok(same.then_some(order))
+    }
+}
+
+#[async_trait]
+impl SeatLedger for MemoryLedger {
+    async fn hold(&self, request: &HoldRequest) -> Result<Order, LineupError> {
+        // Checked before the transaction is sent: no store call.
+        if let Some(limit) = request.ticket_limit {
+            if limit < request.seats.len() as u32 {
+                return Err(HoldRefused::TicketLimitReached { limit }.into());
+            }
+        }
+        let mut state = self.enter("hold")?;
+        state.tables.hold(request, self.hold_duration)
+    }
+
+    async fn order(&self, order: &OrderId) -> Result<Option<Order>, LineupError> {
+        let state = self.enter("order")?;
+        state.tables.read_order(order)
+    }
+
+    /// The order (conditioned on its owner and on being pending) RELEASED, then its seats still
+    /// held by it AVAILABLE, and its hold lock freed.
+    async fn release(&self, order: &Order) -> Result<(), LineupError> {
+        let mut state = self.enter("release")?;
+        let tables = &mut state.tables;
+        if !tables.end_pending_order(
+            &order.order_id,
+            OrderStatus::Released,
+            Some(&order.customer_id),
+            None,
+        ) {
+            return Err(LineupError::OrderNotPending);
+        }
+        for seat in &order.seat_ids {
+            tables.free_seat(&order.event_id, seat, &order.order_id, None);
+        }
+        tables.free_hold_lock(order);
+        Ok(())
+    }
+}
+
+// --- Paying ---
+
+/// The outbox id of a payment's refund event (as the adapter derives it).
+fn refund_outbox_id(payment: &PaymentConfirmation) -> String {
+    let digest = Sha256::digest(payment.payment_id.as_str().as_bytes());
+    format!("refund-{}", hex::encode(&digest[..20]))
+}
+
+fn ticket_outbox_id(order: &Order) -> String {
+    format!("ticket-{}", order.order_id)
+}
+
+fn outbox_event(
+    kind: OutboxEventKind,
+    outbox_id: String,
+    payment: &PaymentConfirmation,
+    order: &Order,
+    seat_ids: Vec<String>,
+    amount: i64,
+    currency: &str,
+) -> OutboxEvent {
+    OutboxEvent {
+        outbox_id,
+        kind,
+        event_id: order.event_id.as_str().to_owned(),
+        order_id: order.order_id.as_str().to_owned(),
+        customer_id: order.customer_id.as_str().to_owned(),
+        seat_ids,
+        amount,
+        currency: currency.to_owned(),
+        payment_id: Some(payment.payment_id.as_str().to_owned()),
+        occurred_at: rfc3339(payment.now),
+    }
+}
+
+/// The answer for an outcome: 200 with the order's status, or the refusal.
+fn answer(
+    order: Order,
+    outcome: PaymentOutcome,
+    settled_now: bool,
+) -> Result<Confirmation, LineupError> {
+    let status = match outcome {
+        PaymentOutcome::Paid => OrderStatus::Paid,
+        PaymentOutcome::RefundRequired => OrderStatus::RefundRequired,
+        PaymentOutcome::OrderNotPayable => return Err(PaymentRefused::OrderNotPayable.into()),
+        PaymentOutcome::AmountMismatch => {
+            return Err(LineupError::PaymentMismatch(format!(
+                "the order is {} {}; this payment will be refunded",
+                order.amount, order.currency
+            )))
+        }
+    };
+    let answer = ConfirmAnswer {
+        order_id: order.order_id.as_str().to_owned(),
+        status,
+    };
+    Ok(Confirmation {
+        order,
+        answer,
+        settled_now,
+    })
+}
+
+impl LedgerTables {
+    /// The idempotency and payment records, each written only if new: whether each exists.
+    fn payment_records_exist(&self, payment: &PaymentConfirmation) -> (bool, bool) {
+        (
+            self.idempotency.contains_key(&payment.idempotency_key),
+            self.payments.contains_key(payment.payment_id.as_str()),
+        )
+    }
+
+    fn write_payment_records(
+        &mut self,
+        payment: &PaymentConfirmation,
+        order: &Order,
+        outcome: PaymentOutcome,
+    ) {
+        self.idempotency.insert(
+            payment.idempotency_key.clone(),
+            IdempotencyRecord {
+                order_id: order.order_id.as_str().to_owned(),
+                request_digest: payment.request_digest.clone(),
+                outcome,
+            },
+        );
+        self.payments.insert(
+            payment.payment_id.as_str().to_owned(),
+            PaymentRecord {
+                order_id: order.order_id.as_str().to_owned(),
+                amount: payment.amount,
+                currency: payment.currency.clone(),
+                outcome,
+            },
+        );
+    }
+
+    /// A settlement's conditions (`settlement_items`), item by item.
+    fn settlement_reasons(
+        &self,
+        payment: &PaymentConfirmation,
+        order: &Order,
+        outcome: PaymentOutcome,
+    ) -> Reasons {
+        let (idempotency, used) = self.payment_records_exist(payment);
+        // Payable while PENDING, or lapsed/released (a late payment still counts).
+        let payable = self
+            .orders
+            .get(order.order_id.as_str())
+            .is_some_and(|stored| {
+                matches!(
+                    stored.order.status,
+                    OrderStatus::Pending | OrderStatus::Expired | OrderStatus::Released
+                ) && stored.order.amount == payment.amount
+                    && stored.order.currency == payment.currency
+            });
+        let rest = match outcome {
+            PaymentOutcome::Paid => {
+                let seats = order.seat_ids.len() as u32;
+                let paid = self
+                    .paid_seats
+                    .get(&(order.event_id.clone(), order.customer_id.clone()))
+                    .copied();
+                let within_limit = order.ticket_limit.is_none_or(|limit| {
+                    let room = i64::from(limit) - i64::from(seats);
+                    // A negative room fails on any count, even none.
+                    match paid {
+                        None => room >= 0,
+                        Some(paid) => i64::from(paid) <= room,
+                    }
+                });
+                let seats_sellable = order.seat_ids.iter().all(|seat| {
+                    self.seats
+                        .get(&(order.event_id.clone(), seat.clone()))
+                        .is_some_and(|stored| {
+                            (stored.status == SeatStatus::Held
+                                && stored.held_by.as_deref() == Some(order.order_id.as_str()))
+                                || stored.status == SeatStatus::Available
+                        })
+                });
+                !within_limit || !seats_sellable || self.has_outbox(&ticket_outbox_id(order))
+            }
+            _ => self.has_outbox(&refund_outbox_id(payment)),
+        };
+        Reasons {
+            idempotency,
+            payment: used,
+            order: !payable,
+            rest,
+        }
+    }
+
+    /// Writes a settlement whose conditions all passed, then tidies up (`after_settlement`).
+    fn settle(&mut self, payment: &PaymentConfirmation, order: &Order, outcome: PaymentOutcome) {
+        let now = unix_millis(payment.now);
+        self.write_payment_records(payment, order, outcome);
+        let stored = self
+            .orders
+            .get_mut(order.order_id.as_str())
+            .expect("its condition passed: it is stored");
+        stored.order.status = match outcome {
+            PaymentOutcome::Paid => OrderStatus::Paid,
+            _ => OrderStatus::RefundRequired,
+        };
+        stored.payment_id = Some(payment.payment_id.as_str().to_owned());
+        stored.settled_at_ms = Some(now);
+        if outcome == PaymentOutcome::Paid {
+            *self
+                .paid_seats
+                .entry((order.event_id.clone(), order.customer_id.clone()))
+                .or_default() += order.seat_ids.len() as u32;
+            for seat in &order.seat_ids {
+                let stored = self
+                    .seats
+                    .get_mut(&(order.event_id.clone(), seat.clone()))
+                    .expect("its condition passed: it is stored");
+                stored.status = SeatStatus::Sold;
+                stored.held_by = Some(order.order_id.as_str().to_owned());
+                stored.hold_expires_at_ms = None;
+            }
+            self.outbox.push(outbox_event(
+                OutboxEventKind::TicketIssued,
+                ticket_outbox_id(order),
+                payment,
+                order,
+                order.seat_id_strings(),
+                order.amount,
+                &order.currency,
+            ));
+        } else {
+            self.outbox.push(outbox_event(
+                OutboxEventKind::RefundRequired,
+                refund_outbox_id(payment),
+                payment,
+                order,
+                order.seat_id_strings(),
+                order.amount,
+                &payment.currency,
+            ));
+        }
+        // The tidying: the hold lock goes; a refunded order's seats go back on sale now.
+        if outcome == PaymentOutcome::RefundRequired {
+            for seat in &order.seat_ids {
+                self.free_seat(&order.event_id, seat, &order.order_id, None);
+            }
+        }
+        self.free_hold_lock(order);
+    }
+
+    /// When the idempotency or payment record already existed: the first answer, or a refusal.
+    fn seen_before(
+        &self,
+        payment: &PaymentConfirmation,
+        order: &Order,
+        reasons: &Reasons,
+    ) -> Option<Result<Confirmation, LineupError>> {
+        if reasons.idempotency {
+            let record = &self.idempotency[&payment.idempotency_key];
+            if record.request_digest != payment.request_digest {
+                return Some(Err(PaymentRefused::IdempotencyKeyReused.into()));
+            }
+            return Some(answer(order.clone(), record.outcome, false));
+        }
+        if reasons.payment {
+            let record = &self.payments[payment.payment_id.as_str()];
+            let redelivery = record.order_id == order.order_id.as_str()
+                && record.amount == payment.amount
+                && record.currency == payment.currency;
+            if !redelivery {
+                return Some(Err(PaymentRefused::PaymentAlreadyUsed.into()));
+            }
+            return Some(answer(order.clone(), record.outcome, false));
+        }
+        None
+    }
+
+    /// Money that cannot buy the order: its records and a `refund_required` event, together.
+    fn record_unusable_payment(
+        &mut self,
+        payment: &PaymentConfirmation,
+        order: &Order,
+        outcome: PaymentOutcome,
+    ) -> Result<Confirmation, LineupError> {
+        let (idempotency, used) = self.payment_records_exist(payment);
+        let reasons = Reasons {
+            idempotency,
+            payment: used,
+            order: false,
+            rest: self.has_outbox(&refund_outbox_id(payment)),
+        };
+        if !reasons.any() {
+            self.write_payment_records(payment, order, outcome);
+            self.outbox.push(outbox_event(
+                OutboxEventKind::RefundRequired,
+                refund_outbox_id(payment),
+                payment,
+                order,
+                Vec::new(),
+                payment.amount,
+                &payment.currency,
+            ));
+            return answer(order.clone(), outcome, true);
+        }
+        self.seen_before(payment, order, &reasons)
+            .unwrap_or_else(|| {
+                Err(LineupError::SeatStoreReply {
+                    operation: "confirm",
+                    reply: reasons.codes(),
+                })
+            })
+    }
+
+    /// `confirm_payment` from the amount check on (the order read, the limit applied).
+    fn confirm(
+        &mut self,
+        payment: &PaymentConfirmation,
+        order: Order,
+    ) -> Result<Confirmation, LineupError> {
+        if order.amount != payment.amount || order.currency != payment.currency {
+            return self.record_unusable_payment(payment, &order, PaymentOutcome::AmountMismatch);
+        }
+        for outcome in [PaymentOutcome::Paid, PaymentOutcome::RefundRequired] {
+            let reasons = self.settlement_reasons(payment, &order, outcome);
+            if !reasons.any() {
+                self.settle(payment, &order, outcome);
+                return answer(order, outcome, true);
+            }
+            if let Some(seen) = self.seen_before(payment, &order, &reasons) {
+                return seen;
+            }
+            if reasons.order {
+                return self.record_unusable_payment(
+                    payment,
+                    &order,
+                    PaymentOutcome::OrderNotPayable,
+                );
+            }
+            let too_late = outcome == PaymentOutcome::Paid && reasons.rest;
+            if !too_late {
+                return Err(LineupError::SeatStoreReply {
+                    operation: "confirm",
+                    reply: reasons.codes(),
+                });
+            }
+        }
+        Err(LineupError::SeatStoreReply {
+            operation: "confirm",
+            reply: "refund transaction cancelled on items it does not touch".to_owned(),
+        })
+    }
+}
+
+#[async_trait]
+impl PaymentLedger for MemoryLedger {
+    async fn confirm(
+        &self,
+        payment: &PaymentConfirmation,
+        limits: &dyn TicketLimits,
+    ) -> Result<Confirmation, LineupError> {
+        let mut order = {
+            let state = self.enter("confirm")?;
+            state
+                .tables
+                .read_order(&payment.order_id)?
+                .ok_or(LineupError::NotFound("no such order"))?
+        };
+        // The limit in force now counts too; if it cannot be read, the order's own limit holds.
+        match limits.ticket_limit(&order.event_id).await {
+            Ok(now) => order.ticket_limit = stricter_limit(order.ticket_limit, now),
+            Err(error) => {
+                tracing::warn!(order = %order.order_id, error = %error, "could not read the event's ticket limit; using the order's")
+            }
+        }
+        self.lock().tables.confirm(payment, order)
+    }
+}
+
+// --- The sweep ---
+
+#[async_trait]
+impl HoldSweeper for MemoryLedger {
+    /// Lapsed PENDING orders EXPIRED, then their seats still held by them (and lapsed)
+    /// AVAILABLE. An order that cannot be read is counted as failed and left for the next sweep.
+    async fn expire_lapsed(&self, now: SystemTime) -> Result<SweepReport, LineupError> {
+        let mut state = self.enter("expire_lapsed")?;
+        let tables = &mut state.tables;
+        let now_ms = unix_millis(now);
+        let lapsed: Vec<StoredOrder> = tables
+            .orders
+            .values()
+            .filter(|stored| {
+                stored.order.status == OrderStatus::Pending
+                    && unix_millis(stored.order.expires_at) < now_ms
+            })
+            .cloned()
+            .collect();
+        let mut report = SweepReport::default();
+        for stored in lapsed {
+            let order = match readable(&stored) {
+                Ok(order) => order,
+                Err(error) => {
+                    report.orders_failed += 1;
+                    tracing::warn!(error = %error, "could not expire an order");
+                    continue;
+                }
+            };
+            if !tables.end_pending_order(&order.order_id, OrderStatus::Expired, None, Some(now_ms))
+            {
+                continue;
+            }
+            report.orders_expired += 1;
+            for seat in &order.seat_ids {
+                if tables.free_seat(&order.event_id, seat, &order.order_id, Some(now_ms)) {
+                    report.seats_released += 1;
+                }
+            }
+        }
+        Ok(report)
+    }
+}
+
+// --- Seeding and the rebuild ---
+
+#[async_trait]
+impl SeatStates for MemoryLedger {
+    /// Every seat of the layout in layout order; a seat not stored counts as held.
+    async fn seat_states(
+        &self,
+        event: &EventId,
+        layout: &SeatLayout,
+    ) -> Result<Vec<SeatStatus>, LineupError> {
+        let state = self.enter("seat_states")?;
+        Ok(layout
+            .seats()
+            .map(|(_, seat)| {
+                state
+                    .tables
+                    .seats
+                    .get(&(event.clone(), seat.seat_id))
+                    .map_or(SeatStatus::Held, |stored| stored.status)
+            })
+            .collect())
+    }
+}
+
+#[async_trait]
+impl SeatWriter for MemoryLedger {
+    async fn write_new_seats(
+        &self,
+        event: &EventId,
+        layout: &SeatLayout,
+    ) -> Result<(), LineupError> {
+        let mut state = self.enter("write_new_seats")?;
+        for (index, seat) in layout.seats() {
+            state
+                .tables
+                .write_new_seat(event, &seat, layout.version(), index);
+        }
+        Ok(())
+    }
+
+    /// Each seat put AVAILABLE unless in use (held by an unlapsed hold, or sold): a seat in use
+    /// keeps its status, gets its new place, and is returned (in layout order).
+    async fn seed_seats(
+        &self,
+        event: &EventId,
+        layout: &SeatLayout,
+        now: SystemTime,
+    ) -> Result<Vec<SeatId>, LineupError> {
+        let mut state = self.enter("seed_seats")?;
+        let now = unix_millis(now);
+        let version = layout.version();
+        let mut in_use = Vec::new();
+        for (index, seat) in layout.seats() {
+            let key = (event.clone(), seat.seat_id.clone());
+            match state.tables.seats.get_mut(&key) {
+                Some(stored)
+                    if stored.status == SeatStatus::Sold
+                        || (stored.status == SeatStatus::Held
+                            && stored
+                                .hold_expires_at_ms
+                                .is_none_or(|expires| expires >= now)) =>
+                {
+                    stored.layout_version = version.to_owned();
+                    stored.layout_index = index;
+                    in_use.push(seat.seat_id);
+                }
+                _ => state.tables.write_new_seat(event, &seat, version, index),
+            }
+        }
+        Ok(in_use)
+    }
+}

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use async_trait::async_trait;
 
 use crate::application::error::{LineupError, Store};
+use crate::application::fakes::ledger::Outage;
 use crate::application::ports::event_records::EventRecord;
 use crate::application::ports::queue::{
     Admitter, EventSettingsStore, Joined, NumberRange, NumberRanges, PlaceRestorer, PreQueueDraw,
@@ -183,7 +184,9 @@ impl EventState {
                 entrants: self.entrants,
                 revealed_seed: (self.drawn && self.entrants.unwrap_or(0) > 0)
                     .then(|| self.seed.reveal().to_owned()),
-                restored_at: self.restored.map(|restored| from_unix_millis(restored.at_ms)),
+                restored_at: self
+                    .restored
+                    .map(|restored| from_unix_millis(restored.at_ms)),
             },
         }
     }
@@ -212,8 +215,7 @@ impl EventState {
         self.offered.retain(|_, until| *until >= forget_before);
 
         let opens_at = unix_millis(self.settings.opens_at);
-        if self.settings.state != QueueState::Closed && now >= opens_at && self.entrants.is_none()
-        {
+        if self.settings.state != QueueState::Closed && now >= opens_at && self.entrants.is_none() {
             self.freeze_pre_queue();
         }
 
@@ -271,10 +273,9 @@ struct State {
     open_events: BTreeSet<EventId>,
     /// Locks and when they lapse (real time, as `PX`).
     locks: HashMap<(EventId, Lock), Instant>,
-    /// Every call fails while down; the next `failures` calls fail.
-    down: bool,
-    failures: u32,
-    calls: HashMap<&'static str, usize>,
+    outage: Outage,
+    /// Operations that fail the next so many times (counted as calls too).
+    failing: HashMap<&'static str, u32>,
 }
 
 impl State {
@@ -319,14 +320,16 @@ impl MemoryQueue {
     /// Counts the call, and fails it (changing nothing) during an outage.
     fn enter(&self, operation: &'static str) -> Result<MutexGuard<'_, State>, LineupError> {
         let mut state = self.lock();
-        *state.calls.entry(operation).or_default() += 1;
-        if state.down || state.failures > 0 {
-            state.failures = state.failures.saturating_sub(1);
+        state
+            .outage
+            .enter(Store::Queue, "memory queue", operation)?;
+        if let Some(left) = state.failing.get_mut(operation).filter(|left| **left > 0) {
+            *left -= 1;
             return Err(LineupError::Unavailable {
                 store: Store::Queue,
                 source: Box::new(std::io::Error::new(
-                    std::io::ErrorKind::ConnectionRefused,
-                    format!("the memory queue is down (a played outage, in {operation})"),
+                    std::io::ErrorKind::TimedOut,
+                    format!("the memory queue timed out (a played fault, in {operation})"),
                 )),
             });
         }
@@ -345,25 +348,28 @@ impl MemoryQueue {
 
     /// Every call fails until [`MemoryQueue::come_back`].
     pub(crate) fn go_down(&self) {
-        self.lock().down = true;
+        self.lock().outage.go_down();
     }
 
     pub(crate) fn come_back(&self) {
-        let mut state = self.lock();
-        state.down = false;
-        state.failures = 0;
+        self.lock().outage.come_back();
     }
 
     /// The next `calls` calls fail, whatever they are.
     pub(crate) fn fail_next(&self, calls: u32) {
-        self.lock().failures = calls;
+        self.lock().outage.fail_next(calls);
+    }
+
+    /// The next `calls` calls of `operation` (a port method's name) fail; other calls succeed.
+    pub(crate) fn fail_next_of(&self, operation: &'static str, calls: u32) {
+        self.lock().failing.insert(operation, calls);
     }
 
     // --- Looking inside ---
 
     /// How many times the port operation `operation` (its method name) was called.
     pub(crate) fn calls(&self, operation: &str) -> usize {
-        self.lock().calls.get(operation).copied().unwrap_or(0)
+        self.lock().outage.calls(operation)
     }
 
     pub(crate) fn has_event(&self, event: &EventId) -> bool {
@@ -401,7 +407,11 @@ impl MemoryQueue {
     }
 
     /// When the customer's claimed admission ends, if they have one.
-    pub(crate) fn active_until(&self, event: &EventId, customer: &CustomerId) -> Option<SystemTime> {
+    pub(crate) fn active_until(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+    ) -> Option<SystemTime> {
         self.lock()
             .events
             .get(event)
@@ -418,7 +428,11 @@ impl MemoryQueue {
     }
 
     /// What a restore did for `customer` (`{ev:E}:restored-places`).
-    pub(crate) fn restore_done(&self, event: &EventId, customer: &CustomerId) -> Option<RestoreDone> {
+    pub(crate) fn restore_done(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+    ) -> Option<RestoreDone> {
         self.lock()
             .events
             .get(event)

@@ -27,6 +27,7 @@ impl std::fmt::Debug for OriginSecret {
     }
 }
 
+/// An origin secret shorter than 32 bytes (its length): not a usable secret.
 #[derive(Debug, thiserror::Error)]
 #[error("the origin secret must be at least 32 bytes long (got {0})")]
 pub struct OriginSecretTooShort(pub usize);
@@ -43,6 +44,8 @@ impl SecretKey for OriginSecret {
     }
 }
 
+/// The check each HTTP function runs first: the origin secret's versions in force, or `None`
+/// (the default) to let every request through.
 #[derive(Clone, Default)]
 pub struct OriginGuard(Option<Rotating<OriginSecret>>);
 

@@ -1,12 +1,12 @@
 //! Which seats are free, as a projection of the seats table: one bit per seat in layout order
-//! ([`crate::domain::layout`]), kept in Redis from the seats table's stream ([`stream`]), so a seat map
+//! ([`crate::domain::layout`]), kept in Redis from the seats table's stream ([`crate::application::availability`]), so a seat map
 //! costs one Redis read whatever the number of shoppers, and no DynamoDB read at all.
 //!
 //! Per event and layout version the projection holds two bitsets: *available* (what shoppers
 //! see) and *sold* (what the sold-out check counts); a seat in neither is held. A hold that
 //! lapsed shows as held until the expiry sweep frees it (within the sweep period).
 //!
-//! The projection can be lost with the cache and is rebuilt from the table ([`rebuild`]).
+//! The projection can be lost with the cache and is rebuilt from the table ([`crate::application::rebuild`]).
 //! Stream changes that arrive while it is missing are kept aside and laid over the rebuilt
 //! bitsets, so a change that raced the rebuild's reads is not lost.
 
@@ -22,9 +22,13 @@ use crate::domain::seat::SeatStatus;
 /// One seat's new status, as a stream record tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeatChange {
+    /// The seat's event.
     pub event: EventId,
+    /// The layout version the seat's index is in.
     pub version: String,
+    /// The seat's index in that layout.
     pub index: u32,
+    /// The status the seat now has.
     pub status: SeatStatus,
 }
 
@@ -32,7 +36,9 @@ pub struct SeatChange {
 /// is the most significant bit of byte 0; missing trailing bytes are zeros).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Availability {
+    /// The current layout's summary: the bitset is in its index order.
     pub summary: LayoutSummary,
+    /// One bit per seat, set when the seat is available.
     pub available: Vec<u8>,
 }
 
@@ -40,9 +46,13 @@ pub struct Availability {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SeatCounts {
+    /// Every seat of the layout.
     pub seats: u64,
+    /// Seats on sale.
     pub available: u64,
+    /// Seats in a hold (including lapsed holds the sweep has not freed yet).
     pub held: u64,
+    /// Seats sold.
     pub sold: u64,
 }
 
@@ -53,9 +63,11 @@ pub enum Projection {
     NoLayout,
     /// The layout is known but its bitsets are missing: they are being rebuilt.
     Rebuilding(LayoutSummary),
+    /// The layout and its available bitset.
     Ready(Availability),
 }
 
+/// The seat availability projection (Redis): read by the seat map, written from the stream.
 #[async_trait]
 pub trait AvailabilityBoard: Send + Sync {
     /// The layout summary and the available bitset, in one round trip.
@@ -109,11 +121,15 @@ fn section_bits(bits: &[u8], first: u32, seats: u32) -> Vec<u8> {
     bitset((first..first + seats).map(|index| bit(bits, index)))
 }
 
+/// One section of the availability document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SectionAvailability {
+    /// The section's name, as in the layout.
     pub name: String,
+    /// How many seats it has.
     pub seats: u32,
+    /// How many of them are available.
     pub available: u32,
     /// Base64 of the section's bitset: bit i (most significant bit first) is set when the
     /// section's seat i, in layout order, is available.
@@ -125,16 +141,22 @@ pub struct SectionAvailability {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AvailabilityDocument {
+    /// The event.
     pub event_id: String,
+    /// The layout version whose seat order the bitsets follow.
     pub layout_version: String,
     /// Where the layout is (immutable, cached for good).
     pub layout: String,
+    /// Every seat of the layout.
     pub seats: u32,
+    /// Seats available, all sections together.
     pub available: u32,
+    /// The sections in layout order.
     pub sections: Vec<SectionAvailability>,
 }
 
 impl AvailabilityDocument {
+    /// The document for `event`'s projection, each section's bits re-packed from its first seat.
     pub fn new(event: &EventId, availability: &Availability) -> Self {
         let sections: Vec<SectionAvailability> = availability
             .summary

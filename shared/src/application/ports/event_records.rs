@@ -19,10 +19,13 @@ use crate::domain::layout::{LayoutSummary, SeatLayout};
 /// An event as DynamoDB keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRecord {
+    /// The settings as last saved by an operator.
     pub settings: EventSettings,
     /// `Some("sold_out")` or `Some("closed")` when closed.
     pub closed_reason: Option<String>,
+    /// The event's draw seed, made on the first save and never changed.
     pub seed: DrawSeed,
+    /// How far admission had come at the last save (the default before any).
     pub cursor: AdmissionCursor,
     /// The highest queue number the cache may hand out: reserved here before the cache hands
     /// out any number up to it, so a restore starts numbering past every number ever given.
@@ -50,9 +53,12 @@ pub struct AdmissionCursor {
     pub saved_at_ms: Option<u64>,
 }
 
+/// `serving` as it stood at one moment of admission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Checkpoint {
+    /// When, in Unix milliseconds.
     pub at_ms: u64,
+    /// The highest number called by then.
     pub serving: u64,
 }
 
@@ -117,6 +123,7 @@ impl AdmissionCursor {
 /// One operator change, as `lineup event history` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditEntry {
+    /// When the change was made, in Unix milliseconds.
     pub at_ms: u64,
     /// `open`, `set`, `pause`, `resume`, `close`, `seed`.
     pub action: String,
@@ -129,6 +136,7 @@ pub struct AuditEntry {
 /// Events' settings and cursors.
 #[async_trait]
 pub trait EventRecords: Send + Sync {
+    /// The event's durable record; `None` for an event never configured.
     async fn event(&self, event: &EventId) -> Result<Option<EventRecord>, LineupError>;
 
     /// Saves an event's settings and returns its draw seed: made on the first save, never
@@ -159,6 +167,7 @@ pub trait EventRecords: Send + Sync {
 /// Operators' changes, kept.
 #[async_trait]
 pub trait AuditLog: Send + Sync {
+    /// Appends one change to the event's trail.
     async fn record(&self, event: &EventId, entry: &AuditEntry) -> Result<(), LineupError>;
     /// Oldest first.
     async fn history(&self, event: &EventId) -> Result<Vec<AuditEntry>, LineupError>;
@@ -178,6 +187,7 @@ pub trait LayoutStore: Send + Sync {
         summary: &LayoutSummary,
     ) -> Result<(), LineupError>;
 
+    /// The summary of the event's current layout; `None` before the event is seeded.
     async fn current_layout(&self, event: &EventId) -> Result<Option<LayoutSummary>, LineupError>;
 
     /// The layout document as served (`None`: no such version for this event).
@@ -216,6 +226,7 @@ pub trait DrawPublication: Send + Sync {
         chunks: &[DrawChunk],
     ) -> Result<(), LineupError>;
 
+    /// The published draw's summary; `None` when the draw is not published.
     async fn draw_summary(&self, event: &EventId) -> Result<Option<DrawSummary>, LineupError>;
 
     /// The chunk of `prefix`; an empty chunk when the draw is published and nobody's hash starts

@@ -1,5 +1,5 @@
 //! The seat ledger: seats, holds, orders and payments, where "never a seat sold twice" is kept.
-//! The ports here are what the use cases need; [`dynamo::DynamoLedger`] implements them with
+//! The ports here are what the use cases need; [`crate::adapters::dynamo::DynamoLedger`] implements them with
 //! DynamoDB conditional writes and transactions (never a read-then-write).
 
 use std::time::{Duration, SystemTime};
@@ -16,11 +16,13 @@ pub const HOLD_DURATION: Duration = Duration::from_secs(5 * 60);
 /// How many seats one hold may take.
 pub const MAX_SEATS_PER_HOLD: usize = 4;
 
+/// Where an order stands; stored in the orders table as the serde name (`PENDING`...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum OrderStatus {
     /// Seats held, waiting for payment.
     Pending,
+    /// A payment settled it: its seats are sold to it.
     Paid,
     /// The hold lapsed unpaid (set by the `expire` sweep).
     Expired,
@@ -43,15 +45,25 @@ impl OrderStatus {
     }
 }
 
+/// An order: one hold of a customer's seats and, once paid, their sale.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Order {
+    /// The order's UUID, made by the hold.
     pub order_id: OrderId,
+    /// The event the seats are of.
     pub event_id: EventId,
+    /// The customer who holds (or bought) the seats.
     pub customer_id: CustomerId,
+    /// The seats held, 1 to [`MAX_SEATS_PER_HOLD`].
     pub seat_ids: Vec<SeatId>,
+    /// The price of the seats together, in minor units of `currency`: what the payment must be.
     pub amount: i64,
+    /// Three-letter currency code (ISO 4217) of `amount`.
     pub currency: String,
+    /// Where the order stands.
     pub status: OrderStatus,
+    /// When the hold lapses unpaid: [`HOLD_DURATION`] after it was made (less under
+    /// `lineup dev --hold-seconds`).
     pub expires_at: SystemTime,
     /// The event's per-customer ticket limit when the seats were held (checked again when the
     /// order is paid, so a late payment cannot pass it either).
@@ -74,7 +86,9 @@ impl Order {
 /// What the hold function asks for, already validated (1–4 distinct seats, prices known).
 #[derive(Debug, Clone)]
 pub struct HoldRequest {
+    /// The event the seats are of.
     pub event: EventId,
+    /// The signed-in caller, whose access token was checked.
     pub customer: CustomerId,
     /// The seats with the price the customer is shown (checked again inside the write).
     pub seats: Vec<Seat>,
@@ -83,20 +97,26 @@ pub struct HoldRequest {
     pub ticket_limit: Option<u32>,
     /// The end of the admission the hold is made under.
     pub admission_expires_at: SystemTime,
+    /// The time of the request: the hold's lifetime counts from it.
     pub now: SystemTime,
 }
 
 /// The payment provider's word that an order was paid, with the request's idempotency key.
 #[derive(Debug, Clone)]
 pub struct PaymentConfirmation {
+    /// The order in the webhook's path (the signed body must name the same one).
     pub order_id: OrderId,
+    /// The request's `Idempotency-Key` header: a retry with it gets the first answer.
     pub idempotency_key: String,
     /// A digest of the request (order and body): the same key with another request is refused.
     pub request_digest: String,
     /// The provider's id of the payment: it settles at most one order, ever.
     pub payment_id: PaymentId,
+    /// What was paid, in minor units of `currency`: must equal the order's amount.
     pub amount: i64,
+    /// Three-letter currency code (ISO 4217) of the payment.
     pub currency: String,
+    /// When the webhook was received: the time the payment's records and outbox event carry.
     pub now: SystemTime,
 }
 
@@ -104,7 +124,9 @@ pub struct PaymentConfirmation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfirmAnswer {
+    /// The order the payment was for.
     pub order_id: String,
+    /// What the payment made of it (`PAID`, or `REFUND_REQUIRED` for a late payment).
     pub status: OrderStatus,
 }
 
@@ -128,18 +150,23 @@ pub enum PaymentOutcome {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SweepReport {
+    /// Pending orders whose hold lapsed, now EXPIRED.
     pub orders_expired: u64,
+    /// Seats of those orders put back to AVAILABLE.
     pub seats_released: u64,
     /// Orders that could not be expired this time (logged; the next sweep tries again).
     pub orders_failed: u64,
 }
 
+/// The hold function's side of the ledger: hold seats, read an order, release it.
 #[async_trait]
 pub trait SeatLedger: Send + Sync {
     /// Holds all the seats or none, in one transaction. Fails with 409 `seats_unavailable`
     /// (naming the seats taken) or 409 `hold_exists`.
     async fn hold(&self, request: &HoldRequest) -> Result<Order, LineupError>;
 
+    /// The order with this id, whoever's it is (the caller checks the owner); `None`: no such
+    /// order.
     async fn order(&self, order: &OrderId) -> Result<Option<Order>, LineupError>;
 
     /// Gives a pending order's seats back (the order as just read: its owner and seats).
@@ -151,8 +178,12 @@ pub trait SeatLedger: Send + Sync {
 /// (a replay or redelivery gets the first answer, `settled_now` false).
 #[derive(Debug, Clone)]
 pub struct Confirmation {
+    /// The order as read before the payment was applied.
     pub order: Order,
+    /// The answer to the provider (the stored one, on a replay).
     pub answer: ConfirmAnswer,
+    /// `true` only for the request that settled the order (only then does a PAID answer end the
+    /// customer's admission).
     pub settled_now: bool,
 }
 
@@ -161,9 +192,11 @@ pub struct Confirmation {
 /// seats held before a limit was set cannot be paid past it later.
 #[async_trait]
 pub trait TicketLimits: Send + Sync {
+    /// The event's limit of tickets per customer now; `None`: no limit.
     async fn ticket_limit(&self, event: &EventId) -> Result<Option<u32>, LineupError>;
 }
 
+/// The payment webhook's side of the ledger.
 #[async_trait]
 pub trait PaymentLedger: Send + Sync {
     /// Marks the order paid and its seats sold, once per idempotency key and payment, writing the
@@ -185,6 +218,7 @@ pub fn stricter_limit(a: Option<u32>, b: Option<u32>) -> Option<u32> {
     }
 }
 
+/// The `expire` function's side of the ledger: lapsed holds back on sale.
 #[async_trait]
 pub trait HoldSweeper: Send + Sync {
     /// Returns lapsed holds' seats to AVAILABLE and marks their orders EXPIRED.

@@ -1,5 +1,5 @@
 //! The queue ports: what the use cases need from the waiting room, one small trait per capability.
-//! [`redis::RedisQueue`] implements them all, each operation as one atomic Lua script.
+//! [`crate::adapters::redis::queue::RedisQueue`] implements them all, each operation as one atomic Lua script.
 
 use std::time::{Duration, SystemTime};
 
@@ -16,6 +16,7 @@ use crate::domain::status::StatusInputs;
 pub enum Standing {
     /// Joined before opening: in the pre-queue, with no number until the draw at opening.
     PreQueue {
+        /// When the pre-queue closes and the draw gives out numbers.
         opens_at: SystemTime,
         /// The customer's salted hash in the draw, to find their number once it is published.
         entrant: String,
@@ -32,10 +33,14 @@ pub enum Standing {
         measured_advance: Option<f64>,
         /// The event's configured admission rate, the fallback for the ETA.
         configured_rate: u32,
+        /// When admission starts (or started): before it, nobody is called.
         opens_at: SystemTime,
     },
     /// Admitted: may shop until `expires_at`.
-    Admitted { expires_at: SystemTime },
+    Admitted {
+        /// When the admission ends; also what identifies it in the active set.
+        expires_at: SystemTime,
+    },
     /// Was admitted, but the admission (or the time to claim it) lapsed unused.
     Expired,
     /// Was waiting when the event sold out or was closed.
@@ -47,6 +52,7 @@ pub enum Standing {
 pub struct Joined {
     /// `false` when the customer already had a place (or an admission) and kept it.
     pub newly_queued: bool,
+    /// Where the customer stands after joining.
     pub standing: Standing,
     /// The range of numbers the queue may hand out is running low and this caller took the
     /// duty to reserve the next one ([`crate::application::numbering`]).
@@ -56,6 +62,7 @@ pub struct Joined {
 /// What one admission tick did for one event, and what the event's public status is after it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TickReport {
+    /// Customers this tick admitted (0 for a plan or a publish-only tick).
     pub admitted: u64,
     /// Admitted customers shopping or still able to claim, after the tick.
     pub active: u64,
@@ -98,11 +105,17 @@ pub trait WaitingLine: Send + Sync {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RestoredPlace {
     /// Back in the queue at their number.
-    Queue { number: u64 },
+    Queue {
+        /// The number their ticket carries.
+        number: u64,
+    },
     /// Back in the pre-queue (the cache was lost before opening).
     PreQueue,
     /// Their number was called before the loss: admitted, until `expires_at`.
-    Admitted { expires_at: SystemTime },
+    Admitted {
+        /// When the restored admission ends.
+        expires_at: SystemTime,
+    },
     /// Their number was called before the loss and their time is over (remembered, so a
     /// repeat poll needs nothing durable).
     Expired,
@@ -111,6 +124,7 @@ pub enum RestoredPlace {
 /// Where an event stood when it was re-loaded after a cache loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RestoreContext {
+    /// When the event was re-loaded: tickets issued before it may be put back.
     pub restored_at: SystemTime,
     /// The highest number called before the loss (as durable: numbers are called only once the
     /// events table says admission may reach them).
@@ -136,6 +150,7 @@ pub enum RestoreDone {
 /// What happened to a restore.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RestoreOutcome {
+    /// The customer was put back at the place asked for.
     Restored,
     /// Recorded as expired: the customer's turn came and went.
     Expired,
@@ -194,7 +209,9 @@ pub struct NumberRange {
     pub ceiling: u64,
     /// The size of the last reservation, when it was made, and the counter then.
     pub block: u64,
+    /// When the last reservation was made; `None` when none was recorded.
     pub reserved_at: Option<SystemTime>,
+    /// `next_number` at that reservation: the numbers handed out since measure the demand.
     pub reserved_from: u64,
 }
 
@@ -251,12 +268,16 @@ pub enum TickMode {
     /// Admits up to the free slots and the rate budget, calling no number past `up_to`
     /// (`None`: no bound, for tests driving a queue by hand; `Some(0)`: nobody, a tick that only
     /// publishes the status).
-    Admit { up_to: Option<u64> },
+    Admit {
+        /// The highest number the tick may call (already durable in the events table).
+        up_to: Option<u64>,
+    },
 }
 
 /// The scheduled side: move customers from the head of the queue into the active set.
 #[async_trait]
 pub trait Admitter: Send + Sync {
+    /// The events the admit loop ticks: every configured event whose queue is not closed.
     async fn open_events(&self) -> Result<Vec<EventId>, LineupError>;
 
     /// One tick: drop long-lapsed admissions, then plan or admit (see [`TickMode`]), and publish
@@ -337,6 +358,7 @@ pub trait EventSettingsStore: Send + Sync {
         seed: &DrawSeed,
     ) -> Result<(), LineupError>;
 
+    /// The event's settings as the queue holds them; `None` for an event it does not have.
     async fn settings(&self, event: &EventId) -> Result<Option<EventSettings>, LineupError>;
 
     /// Closes the event's queue: joins get 409, waiting customers' polls say `closed`, the

@@ -42,7 +42,9 @@ impl<K: SecretKey> KeyRing<K> {
 /// The raw values of a secret's `AWSCURRENT` and `AWSPREVIOUS` versions.
 #[derive(Clone)]
 pub struct SecretVersions {
+    /// The `AWSCURRENT` value: what new queue ids, tokens and signatures are made with.
     pub current: Vec<u8>,
+    /// The `AWSPREVIOUS` value, still accepted for verification; `None` when there is none.
     pub previous: Option<Vec<u8>>,
     /// Secrets Manager's id of the current version (not secret): says when a rotation happened.
     pub current_version_id: Option<String>,
@@ -65,28 +67,40 @@ pub trait SecretFetcher: Send + Sync {
     /// The secret's ARN or name, for logs.
     fn secret_id(&self) -> &str;
 
+    /// Reads the current and previous versions, at cold start and at each refresh.
     async fn fetch(&self) -> Result<SecretVersions, SecretsError>;
 }
 
+/// Why a secret could not be had: it fails the cold start (or, on a refresh, the old copy stays).
 #[derive(Debug, thiserror::Error)]
 pub enum SecretsError {
+    /// The secrets store did not answer, or refused (no such secret, no permission).
     #[error("could not read the {stage} version of secret {secret_id} from Secrets Manager")]
     Fetch {
+        /// The secret's ARN or name.
         secret_id: String,
+        /// The version stage asked for (`AWSCURRENT`, `AWSPREVIOUS`).
         stage: &'static str,
         /// The secrets store's own error (the SDK's, in AWS), kept whole.
         #[source]
         source: crate::application::error::BoxError,
     },
+    /// The version holds no value, or (for `AWSCURRENT`) does not exist.
     #[error("the {stage} version of secret {secret_id} has neither a string nor a binary value")]
     Empty {
+        /// The secret's ARN or name.
         secret_id: String,
+        /// The version stage read.
         stage: &'static str,
     },
+    /// The current value is not a usable key (too short, for instance).
     #[error("the current version of secret {secret_id} is not a usable {what}")]
     Unusable {
+        /// The secret's ARN or name.
         secret_id: String,
+        /// What the secret was to be ([`SecretKey::WHAT`], e.g. "signing key").
         what: &'static str,
+        /// Why the key refused the value.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
