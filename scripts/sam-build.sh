@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `sam build`, exactly as the README's deploy step runs it, then checks what it made: every
 # function's `.aws-sam/build/<Function>/bootstrap` must be an arm64 (aarch64) ELF executable under
-# 5 MB, the Lambda package limit we hold the functions to. Installs what is missing first
+# its size limit (below). Installs what is missing first
 # (cargo-lambda and the SAM CLI in .local/tools, the aarch64-unknown-linux-gnu Rust target).
 #
 # scripts/test.sh runs it in the background, at the lowest CPU priority, beside the tests and
@@ -10,13 +10,16 @@
 #
 # Two builds, one script:
 #   scripts/sam-build.sh                      # the deploy build: the release profile (fat LTO,
-#                                             # one codegen unit), what `sam deploy` ships
+#                                             # one codegen unit), what `sam deploy` ships;
+#                                             # every binary under 5 MB (the Lambda package
+#                                             # limit we hold the functions to)
 #   LINEUP_SAM_BUILD=ci scripts/sam-build.sh  # CI's: the same with thin LTO and 16 codegen
 #                                             # units (cargo's CARGO_PROFILE_RELEASE_* overrides),
-#                                             # several times less CPU, slightly larger binaries
-# Both are checked the same way (arm64, under 5 MB). The lighter build's binaries are the larger
-# of the two, so CI passing the size gate means the deploy build passes it too; the deploy
-# build itself is checked where it is made, in the deploy step (README, "Deploying").
+#                                             # a fraction of the CPU; its binaries are larger
+#                                             # (thin LTO inlines less across units), so it
+#                                             # checks a 10 MB tripwire, not the 5 MB gate
+# Both check that every artifact is an arm64 ELF executable. The 5 MB gate belongs to the build
+# that is deployed: the README's deploy step runs this script without LINEUP_SAM_BUILD.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/local-stack.sh
@@ -56,8 +59,9 @@ export SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
 case "${LINEUP_SAM_BUILD:-deploy}" in
   deploy) build="release profile" ;;
   ci)
-    export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
-    build="CI's lighter build: release with 16 codegen units"
+    export CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+    build="CI's lighter build: release with thin LTO, 16 codegen units"
+    LIMIT=10000000
     ;;
   *) echo "error: LINEUP_SAM_BUILD is deploy or ci, not $LINEUP_SAM_BUILD" >&2; exit 2 ;;
 esac
@@ -86,9 +90,9 @@ for function in "${FUNCTIONS[@]}"; do
     status=1
   fi
   if [ "$size" -ge "$LIMIT" ]; then
-    echo "error: $artifact is $size bytes, not under 5 MB" >&2
+    echo "error: $artifact is $size bytes, not under $((LIMIT / 1000000)) MB" >&2
     status=1
   fi
 done
 [ "$status" -eq 0 ] || exit 1
-echo "==> the ${#FUNCTIONS[@]} artifacts are arm64 executables under 5 MB"
+echo "==> the ${#FUNCTIONS[@]} artifacts are arm64 executables under $((LIMIT / 1000000)) MB ($build)"
