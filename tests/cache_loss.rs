@@ -1015,7 +1015,10 @@ async fn an_event_lost_during_its_draw_is_not_half_recreated_by_the_mark() {
         .await
         .unwrap();
 
-    queue.mark_drawn(&event).await.expect("a no-op, not an error");
+    queue
+        .mark_drawn(&event)
+        .await
+        .expect("a no-op, not an error");
 
     let exists: i64 = redis::cmd("EXISTS")
         .arg(&settings)
