@@ -129,6 +129,11 @@ CARGO_LAMBDA_VERSION="1.9.2"
 SAM_CLI_VERSION="1.170.0"
 ensure_lambda_tools() {
   local venv="$LOCAL_DIR/tools" marker="$LOCAL_DIR/tools/.lineup-$CARGO_LAMBDA_VERSION-$SAM_CLI_VERSION"
+  mkdir -p "$LOCAL_DIR"
+  # One installer at a time (scripts/test.sh's background `sam build` and scripts/lambda-local.sh
+  # may both ask): the second waits, then finds the marker.
+  exec {tools_lock}>"$LOCAL_DIR/.tools.lock"
+  flock "$tools_lock"
   if [ ! -f "$marker" ]; then
     echo "==> creating $venv with cargo-lambda==$CARGO_LAMBDA_VERSION and aws-sam-cli==$SAM_CLI_VERSION"
     rm -rf "$venv"
@@ -137,6 +142,8 @@ ensure_lambda_tools() {
       "cargo-lambda==$CARGO_LAMBDA_VERSION" "aws-sam-cli==$SAM_CLI_VERSION"
     touch "$marker"
   fi
+  flock -u "$tools_lock"
+  exec {tools_lock}>&-
   export PATH="$venv/bin:$PATH"
 }
 

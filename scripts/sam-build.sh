@@ -13,11 +13,12 @@
 #                                             # one codegen unit), what `sam deploy` ships;
 #                                             # every binary under 5 MB (the Lambda package
 #                                             # limit we hold the functions to)
-#   LINEUP_SAM_BUILD=ci scripts/sam-build.sh  # CI's: the same with thin LTO and 16 codegen
-#                                             # units (cargo's CARGO_PROFILE_RELEASE_* overrides),
-#                                             # a fraction of the CPU; its binaries are larger
-#                                             # (thin LTO inlines less across units), so it
-#                                             # checks a 10 MB tripwire, not the 5 MB gate
+#   LINEUP_SAM_BUILD=ci scripts/sam-build.sh  # CI's: the same build without optimisation or
+#                                             # LTO (cargo's CARGO_PROFILE_RELEASE_* overrides):
+#                                             # it proves that `sam build` builds every function
+#                                             # for arm64 through functions/Makefile, in a third
+#                                             # of the CPU; its binaries are far larger, so it
+#                                             # checks Lambda's own 50 MB upload limit instead
 # Both check that every artifact is an arm64 ELF executable. The 5 MB gate belongs to the build
 # that is deployed: the README's deploy step runs this script without LINEUP_SAM_BUILD.
 set -euo pipefail
@@ -59,9 +60,10 @@ export SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
 case "${LINEUP_SAM_BUILD:-deploy}" in
   deploy) build="release profile" ;;
   ci)
-    export CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
-    build="CI's lighter build: release with thin LTO, 16 codegen units"
-    LIMIT=10000000
+    export CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_LTO=false \
+      CARGO_PROFILE_RELEASE_CODEGEN_UNITS=256
+    build="CI's lighter build: release without optimisation or LTO"
+    LIMIT=50000000
     ;;
   *) echo "error: LINEUP_SAM_BUILD is deploy or ci, not $LINEUP_SAM_BUILD" >&2; exit 2 ;;
 esac

@@ -47,10 +47,8 @@ trap finish EXIT
 step "installs (what is missing) and the local stack: Redis, moto, a Redis Cluster"
 ensure_redis_server
 ensure_moto
-ensure_lambda_tools
-if ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
-  rustup target add aarch64-unknown-linux-gnu
-fi
+# cargo-lambda, the SAM CLI and the arm64 target: installed by the background `sam build` below
+# (scripts/sam-build.sh), which needs them first; scripts/lambda-local.sh, long after, finds them.
 start_redis "${LINEUP_TEST_REDIS_PORT:-6391}"
 start_moto "${LINEUP_TEST_MOTO_PORT:-5011}"
 start_redis_cluster "${LINEUP_TEST_CLUSTER_PORT:-7111}"
@@ -60,8 +58,8 @@ export REDIS_URL="redis://127.0.0.1:${REDIS_PORT}"
 # minutes of CPU, mostly link-time optimisation, and nothing below needs what it makes. So it
 # runs in the background at the lowest CPU priority, in a process group of its own, using what
 # the builds, the tests and the end-to-end run leave idle; the last step waits for it. It is CI's
-# lighter arm64 build (LINEUP_SAM_BUILD=ci: thin LTO, 16 codegen units; a fraction of the CPU),
-# checked for arm64 and against a 10 MB tripwire; the 5 MB gate is the deploy build's
+# lighter arm64 build (LINEUP_SAM_BUILD=ci: no optimisation, no LTO; a fraction of the CPU),
+# checked for arm64 and Lambda's 50 MB upload limit; the 5 MB gate is the deploy build's
 # (scripts/sam-build.sh in the README's deploy step).
 echo "==> sam build, in the background (log: $SAM_BUILD_LOG)"
 set -m
@@ -69,13 +67,23 @@ LINEUP_SAM_BUILD=ci nice -n 19 scripts/sam-build.sh >"$SAM_BUILD_LOG" 2>&1 &
 SAM_BUILD_PID=$!
 set +m
 
+# The lints, while building: clippy's driver compiles the workspace's own crates in rustc's place
+# with every warning denied (what `cargo clippy --workspace --all-targets -- -D warnings` checks;
+# CLIPPY_ARGS is how cargo-clippy hands its arguments to the driver), so the dependencies are
+# compiled once, not a second time in check mode. Exported after the background build started
+# (it builds for arm64 without them), and for every cargo command after it, so all of them share
+# the same artifacts.
+RUSTC_WORKSPACE_WRAPPER="$(rustup which clippy-driver)"
+export RUSTC_WORKSPACE_WRAPPER
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+
 # Every binary the later steps run, built once here in the dev profile: the functions (run under
 # the runtime emulator by scripts/lambda-local.sh), `lineup` (scripts/e2e.sh) and `local-invoke`.
 # `--workspace` resolves features as `cargo test --workspace` does, so they share its build.
-step "cargo build --workspace --bins (debug)"
+step "cargo build --workspace --bins (debug, linted: clippy -D warnings)"
 cargo build --workspace --bins --locked
-step "cargo test --no-run (compile the tests)"
-cargo test --workspace --locked --no-run "$@"
+step "cargo test --no-run --all-targets (compile the tests and the benchmarks, linted)"
+cargo test --workspace --locked --no-run --all-targets "$@"
 # The contract fuzzer (scripts/contract.sh: openapi.yaml against a `lineup dev` of its own, with
 # schemathesis) needs only the `lineup` binary built above, and the suite below spends most of
 # its time waiting on the serialised emulator: so it runs beside the suite and the emulator step,
