@@ -82,17 +82,18 @@ export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # `--workspace` resolves features as `cargo test --workspace` does, so they share its build.
 step "cargo build --workspace --bins (debug, linted: clippy -D warnings)"
 cargo build --workspace --bins --locked
-step "cargo test --no-run --all-targets (compile the tests and the benchmarks, linted)"
-cargo test --workspace --locked --no-run --all-targets "$@"
 # The contract fuzzer (scripts/contract.sh: openapi.yaml against a `lineup dev` of its own, with
-# schemathesis) needs only the `lineup` binary built above, and the suite below spends most of
-# its time waiting on the serialised emulator: so it runs beside the suite and the emulator step,
-# and is waited for after them (its own ports, its own Redis and moto).
+# schemathesis) needs only the `lineup` binary built above, and the steps below spend much of
+# their time waiting (on the serialised emulator, on timeouts): so it runs beside the test build,
+# the suite and the emulator step, and is waited for after them (its own ports, Redis and moto).
 CONTRACT_LOG="$PWD/target/contract.log"
 echo "==> scripts/contract.sh, in the background (log: $CONTRACT_LOG)"
 contract_started=$(date +%s)
 scripts/contract.sh >"$CONTRACT_LOG" 2>&1 &
 CONTRACT_PID=$!
+
+step "cargo test --no-run --all-targets (compile the tests and the benchmarks, linted)"
+cargo test --workspace --locked --no-run --all-targets "$@"
 
 step "cargo test (Redis at ${REDIS_URL}, DynamoDB/SQS emulator at ${AWS_ENDPOINT_URL})"
 cargo test --workspace --locked "$@"
