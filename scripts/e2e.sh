@@ -12,7 +12,7 @@
 #  4. the binary that command built, copied alone to an empty directory and started from another
 #     working directory (no source tree to lean on: the page and the installer are compiled in),
 #     must serve the page with the right content types and stop on Ctrl-C too;
-#  5. `lineup simulate --users 1000 --seats 150` against a dev server with 20-second holds (so
+#  5. `lineup simulate --users 500 --seats 100` against a dev server with 20-second holds (so
 #     lapsed holds go back on sale within the run); it exits non-zero if an invariant breaks;
 #  6. a short chaos run against the same server: `lineup simulate --chaos flush@6s,restart@12s`
 #     (300 customers, 60 seats, 10 admitted a second from 3 s, so both faults come while most of
@@ -43,8 +43,8 @@ fi
 # `lineup dev` keeps its moto venv in a cache directory (~/.cache/lineup by default); here the
 # one scripts/test.sh already made in .local/, so a fresh clone installs moto once, not twice.
 export LINEUP_CACHE_DIR="${LINEUP_CACHE_DIR:-$PWD/.local}"
-SIM_USERS="${LINEUP_SIMULATE_USERS:-1000}"
-SIM_SEATS="${LINEUP_SIMULATE_SEATS:-150}"
+SIM_USERS="${LINEUP_SIMULATE_USERS:-500}"
+SIM_SEATS="${LINEUP_SIMULATE_SEATS:-100}"
 # The chaos run: offsets from the crowd's start; the queue opens at 3 s and admits 10 a second,
 # so most of a crowd of 300 is still waiting at both (about 60-70 s in all).
 CHAOS_PLAN="${LINEUP_CHAOS_PLAN:-flush@6s,restart@12s}"

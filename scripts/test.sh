@@ -25,10 +25,16 @@ export LINEUP_STEP_TIMES="$PWD/target/step-times.txt"
 : >"$LINEUP_STEP_TIMES"
 SAM_BUILD_PID=""
 CONTRACT_PID=""
+E2E_PID=""
+VENVS_PID=""
 SAM_BUILD_LOG="$PWD/target/sam-build.log"
 finish() {
   local status=$?
   step_end
+  for pid in "$VENVS_PID" "$E2E_PID"; do
+    # e2e.sh stops its own `lineup dev` and services on SIGTERM (its trap).
+    [ -n "$pid" ] && { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
+  done
   if [ -n "$CONTRACT_PID" ]; then
     kill -TERM "$CONTRACT_PID" 2>/dev/null || true
     wait "$CONTRACT_PID" 2>/dev/null || true
@@ -46,11 +52,14 @@ trap finish EXIT
 
 step "installs (what is missing) and the local stack: Redis, moto, a Redis Cluster"
 ensure_redis_server
-ensure_moto
 # cargo-lambda, the SAM CLI and the arm64 target: installed by the background `sam build` below
 # (scripts/sam-build.sh), which needs them first; scripts/lambda-local.sh, long after, finds them.
+# The Python venvs (moto, schemathesis) are made beside the debug build, which needs neither;
+# moto is started after it.
+VENVS_LOG="$PWD/target/venvs.log"
+(ensure_moto && ensure_schemathesis) >"$VENVS_LOG" 2>&1 &
+VENVS_PID=$!
 start_redis "${LINEUP_TEST_REDIS_PORT:-6391}"
-start_moto "${LINEUP_TEST_MOTO_PORT:-5011}"
 start_redis_cluster "${LINEUP_TEST_CLUSTER_PORT:-7111}"
 export REDIS_URL="redis://127.0.0.1:${REDIS_PORT}"
 
@@ -82,6 +91,12 @@ export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # `--workspace` resolves features as `cargo test --workspace` does, so they share its build.
 step "cargo build --workspace --bins (debug, linted: clippy -D warnings)"
 cargo build --workspace --bins --locked
+step "the Python venvs (made beside the build) and moto"
+wait "$VENVS_PID" || { cat "$VENVS_LOG"; echo "error: installing moto or schemathesis failed" >&2; exit 1; }
+VENVS_PID=""
+cat "$VENVS_LOG"
+start_moto "${LINEUP_TEST_MOTO_PORT:-5011}"
+step_end
 # The contract fuzzer (scripts/contract.sh: openapi.yaml against a `lineup dev` of its own, with
 # schemathesis) needs only the `lineup` binary built above, and the steps below spend much of
 # their time waiting (on the serialised emulator, on timeouts): so it runs beside the test build,
@@ -99,6 +114,15 @@ step "cargo test (Redis at ${REDIS_URL}, DynamoDB/SQS emulator at ${AWS_ENDPOINT
 cargo test --workspace --locked "$@"
 step_end
 
+# The end-to-end run (scripts/e2e.sh: `lineup dev` on its own ports, the browser test, the
+# copied binary, `lineup simulate` and a chaos run) needs nothing the steps below make: it runs
+# beside the functions under the emulator and is waited for after them.
+E2E_LOG="$PWD/target/e2e.log"
+echo "==> scripts/e2e.sh, in the background (log: $E2E_LOG)"
+e2e_started=$(date +%s)
+scripts/e2e.sh >"$E2E_LOG" 2>&1 &
+E2E_PID=$!
+
 scripts/lambda-local.sh
 
 step "scripts/contract.sh (waiting for it: openapi.yaml against lineup dev, no mismatch, no 5xx)"
@@ -113,8 +137,17 @@ if [ "$contract_status" -ne 0 ]; then
 fi
 step_end
 
-step "scripts/e2e.sh (lineup dev, the browser test, the copied binary, lineup simulate)"
-scripts/e2e.sh
+step "scripts/e2e.sh (waiting for it: lineup dev, the browser test, the copied binary, lineup simulate)"
+e2e_status=0
+wait "$E2E_PID" || e2e_status=$?
+E2E_PID=""
+record_background "$(($(date +%s) - e2e_started))" "scripts/e2e.sh"
+cat "$E2E_LOG"
+if [ "$e2e_status" -ne 0 ]; then
+  echo "error: scripts/e2e.sh failed (exit $e2e_status); its output is above" >&2
+  exit 1
+fi
+step_end
 
 step "sam build (waiting for the background build)"
 sam_status=0

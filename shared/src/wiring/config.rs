@@ -1,7 +1,8 @@
 //! Settings a function reads from its environment, once, at cold start: a bad setting stops the
 //! function before it takes a request instead of failing mid-request. Nothing else in Lineup
-//! reads the environment (but [`crate::wiring::logging`], for the log level and format Lambda sets): the
-//! parts below (`AwsSettings`, `TableNames`, `PublisherConfig`) only parse a lookup they are given.
+//! reads the environment (but [`crate::wiring::logging`], for the log level and format Lambda
+//! sets): the adapters' settings (`AwsSettings`, `RedisSettings`, `TableNames`,
+//! `PublisherConfig`, `KeySource`) are read here, from a lookup they are given.
 //!
 //! Each function has its own settings type and reads only what it uses, so each is given only
 //! what it uses: a function that never signs anything is never handed the signing key.
@@ -13,9 +14,10 @@
 //! | `status` | [`StatusConfig`]: Redis, the events table |
 //! | `hold` | [`HoldConfig`]: Redis, the signing key, the tables |
 //! | `confirm` | [`ConfirmConfig`]: Redis, the tables, the webhook secret |
-//! | `admit` | [`AdmitConfig`]: Redis, the events table, its tick and run time |
+//! | `admit` | [`AdmitConfig`]: Redis, the events table, the tables (to rebuild a lost seat map), its tick and run time |
 //! | `expire` | [`ExpireConfig`]: Redis, the tables |
 //! | `outbox-stream` | [`OutboxStreamConfig`]: the ticket queue, how to reach SQS |
+//! | `availability` | [`AvailabilityConfig`]: Redis |
 //!
 //! Secrets come from Secrets Manager (`*_SECRET_ARN`) or, locally, as literals (see
 //! [`crate::adapters::secret_source`]).
