@@ -26,8 +26,8 @@ use crate::adapters::dynamo::{
 };
 use crate::application::error::{LineupError, PaymentRefused};
 use crate::application::ports::ledger::{
-    stricter_limit, ConfirmAnswer, Confirmation, Order, OrderStatus, PaymentConfirmation,
-    PaymentOutcome, TicketLimits,
+    stricter_limit, Confirmation, Order, OrderStatus, PaymentConfirmation, PaymentOutcome,
+    TicketLimits,
 };
 use crate::application::ports::outbox::{OutboxEvent, OutboxEventKind};
 use crate::domain::clock::{rfc3339, unix_millis};
@@ -104,7 +104,7 @@ impl DynamoLedger {
                 TransactionOutcome::Done(()) => {
                     tracing::info!(order = %order.order_id, event = %order.event_id, payment = %payment.payment_id, outcome = ?outcome, "payment confirmed");
                     self.after_settlement(&order, outcome).await;
-                    return answer(order, outcome, true);
+                    return Confirmation::of(order, outcome, true);
                 }
                 TransactionOutcome::Cancelled(reasons) => reasons,
             };
@@ -149,7 +149,7 @@ impl DynamoLedger {
             if record.request_digest != payment.request_digest {
                 return Ok(Some(Err(PaymentRefused::IdempotencyKeyReused.into())));
             }
-            return Ok(Some(answer(order.clone(), record.outcome, false)));
+            return Ok(Some(Confirmation::of(order.clone(), record.outcome, false)));
         }
         if reasons.get(PAYMENT_ITEM).is_some_and(condition_failed) {
             let record: PaymentItem = self.stored(payment_key(&payment.payment_id)).await?;
@@ -160,7 +160,7 @@ impl DynamoLedger {
                 tracing::warn!(payment = %payment.payment_id, order = %order.order_id, first_order = %record.order_id, "a payment was presented for a second order");
                 return Ok(Some(Err(PaymentRefused::PaymentAlreadyUsed.into())));
             }
-            return Ok(Some(answer(order.clone(), record.outcome, false)));
+            return Ok(Some(Confirmation::of(order.clone(), record.outcome, false)));
         }
         Ok(None)
     }
@@ -178,7 +178,7 @@ impl DynamoLedger {
         match transact(&self.client, items).await? {
             TransactionOutcome::Done(()) => {
                 tracing::warn!(order = %order.order_id, payment = %payment.payment_id, outcome = ?outcome, "payment cannot buy the order; refund recorded");
-                answer(order.clone(), outcome, true)
+                Confirmation::of(order.clone(), outcome, true)
             }
             TransactionOutcome::Cancelled(reasons) => self
                 .seen_before(payment, order, &reasons)
@@ -429,34 +429,6 @@ impl DynamoLedger {
 fn refund_outbox_id(payment: &PaymentConfirmation) -> String {
     let digest = Sha256::digest(payment.payment_id.as_str().as_bytes());
     format!("refund-{}", hex::encode(&digest[..20]))
-}
-
-/// The answer to the provider for an outcome: 200 with the order's status, or the refusal.
-fn answer(
-    order: Order,
-    outcome: PaymentOutcome,
-    settled_now: bool,
-) -> Result<Confirmation, LineupError> {
-    let status = match outcome {
-        PaymentOutcome::Paid => OrderStatus::Paid,
-        PaymentOutcome::RefundRequired => OrderStatus::RefundRequired,
-        PaymentOutcome::OrderNotPayable => return Err(PaymentRefused::OrderNotPayable.into()),
-        PaymentOutcome::AmountMismatch => {
-            return Err(LineupError::PaymentMismatch(format!(
-                "the order is {} {}; this payment will be refunded",
-                order.amount, order.currency
-            )))
-        }
-    };
-    let answer = ConfirmAnswer {
-        order_id: order.order_id.as_str().to_owned(),
-        status,
-    };
-    Ok(Confirmation {
-        order,
-        answer,
-        settled_now,
-    })
 }
 
 fn unexpected(reasons: &[CancellationReason]) -> LineupError {

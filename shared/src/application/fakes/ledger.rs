@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 
 use crate::application::error::{HoldRefused, LineupError, PaymentRefused, Store};
 use crate::application::ports::ledger::{
-    stricter_limit, ConfirmAnswer, Confirmation, HoldRequest, HoldSweeper, Order, OrderStatus,
+    stricter_limit, Confirmation, HoldRequest, HoldSweeper, Order, OrderStatus,
     PaymentConfirmation, PaymentLedger, PaymentOutcome, SeatLedger, SweepReport, TicketLimits,
     HOLD_DURATION,
 };
@@ -735,34 +735,6 @@ fn outbox_event(
     }
 }
 
-/// The answer for an outcome: 200 with the order's status, or the refusal.
-fn answer(
-    order: Order,
-    outcome: PaymentOutcome,
-    settled_now: bool,
-) -> Result<Confirmation, LineupError> {
-    let status = match outcome {
-        PaymentOutcome::Paid => OrderStatus::Paid,
-        PaymentOutcome::RefundRequired => OrderStatus::RefundRequired,
-        PaymentOutcome::OrderNotPayable => return Err(PaymentRefused::OrderNotPayable.into()),
-        PaymentOutcome::AmountMismatch => {
-            return Err(LineupError::PaymentMismatch(format!(
-                "the order is {} {}; this payment will be refunded",
-                order.amount, order.currency
-            )))
-        }
-    };
-    let answer = ConfirmAnswer {
-        order_id: order.order_id.as_str().to_owned(),
-        status,
-    };
-    Ok(Confirmation {
-        order,
-        answer,
-        settled_now,
-    })
-}
-
 impl LedgerTables {
     /// The idempotency and payment records, each written only if new: whether each exists.
     fn payment_records_exist(&self, payment: &PaymentConfirmation) -> (bool, bool) {
@@ -921,7 +893,7 @@ impl LedgerTables {
             if record.request_digest != payment.request_digest {
                 return Some(Err(PaymentRefused::IdempotencyKeyReused.into()));
             }
-            return Some(answer(order.clone(), record.outcome, false));
+            return Some(Confirmation::of(order.clone(), record.outcome, false));
         }
         if reasons.payment {
             let record = &self.payments[payment.payment_id.as_str()];
@@ -931,7 +903,7 @@ impl LedgerTables {
             if !redelivery {
                 return Some(Err(PaymentRefused::PaymentAlreadyUsed.into()));
             }
-            return Some(answer(order.clone(), record.outcome, false));
+            return Some(Confirmation::of(order.clone(), record.outcome, false));
         }
         None
     }
@@ -961,7 +933,7 @@ impl LedgerTables {
                 payment.amount,
                 &payment.currency,
             ));
-            return answer(order.clone(), outcome, true);
+            return Confirmation::of(order.clone(), outcome, true);
         }
         self.seen_before(payment, order, &reasons)
             .unwrap_or_else(|| {
@@ -985,7 +957,7 @@ impl LedgerTables {
             let reasons = self.settlement_reasons(payment, &order, outcome);
             if !reasons.any() {
                 self.settle(payment, &order, outcome);
-                return answer(order, outcome, true);
+                return Confirmation::of(order, outcome, true);
             }
             if let Some(seen) = self.seen_before(payment, &order, &reasons) {
                 return seen;

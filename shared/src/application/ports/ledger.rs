@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::application::error::LineupError;
+use crate::application::error::{LineupError, PaymentRefused};
 use crate::domain::ids::{CustomerId, EventId, OrderId, PaymentId, SeatId};
 use crate::domain::seat::Seat;
 
@@ -185,6 +185,37 @@ pub struct Confirmation {
     /// `true` only for the request that settled the order (only then does a PAID answer end the
     /// customer's admission).
     pub settled_now: bool,
+}
+
+impl Confirmation {
+    /// The answer to the provider for an outcome, whoever stored it: 200 with the order's
+    /// status, or the refusal (409 `order_not_payable`, 422 `payment_mismatch`).
+    pub fn of(
+        order: Order,
+        outcome: PaymentOutcome,
+        settled_now: bool,
+    ) -> Result<Self, LineupError> {
+        let status = match outcome {
+            PaymentOutcome::Paid => OrderStatus::Paid,
+            PaymentOutcome::RefundRequired => OrderStatus::RefundRequired,
+            PaymentOutcome::OrderNotPayable => return Err(PaymentRefused::OrderNotPayable.into()),
+            PaymentOutcome::AmountMismatch => {
+                return Err(LineupError::PaymentMismatch(format!(
+                    "the order is {} {}; this payment will be refunded",
+                    order.amount, order.currency
+                )))
+            }
+        };
+        let answer = ConfirmAnswer {
+            order_id: order.order_id.as_str().to_owned(),
+            status,
+        };
+        Ok(Self {
+            order,
+            answer,
+            settled_now,
+        })
+    }
 }
 
 /// The per-customer ticket limit an event has now (operators may set or lower it mid-sale). A
