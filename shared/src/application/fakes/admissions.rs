@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 
 use crate::application::error::{LineupError, Store};
-use crate::application::fakes::ledger::Outage;
+use crate::application::fakes::outage::{Faulty, Outage};
 use crate::application::ports::ledger::TicketLimits;
 use crate::application::ports::queue::{AdmissionRegistry, LiveAdmission};
 use crate::domain::clock::{from_unix_millis, unix_millis};
@@ -127,26 +127,7 @@ impl MemoryAdmissions {
         );
     }
 
-    /// Every call fails until [`MemoryAdmissions::come_back`].
-    pub(crate) fn go_down(&self) {
-        self.lock().outage.go_down();
-    }
-
-    pub(crate) fn come_back(&self) {
-        self.lock().outage.come_back();
-    }
-
-    /// The next `calls` calls fail, whatever they are.
-    pub(crate) fn fail_next(&self, calls: u32) {
-        self.lock().outage.fail_next(calls);
-    }
-
     // --- Looking inside ---
-
-    /// How many times the port operation `operation` (its method name) was called.
-    pub(crate) fn calls(&self, operation: &str) -> usize {
-        self.lock().outage.calls(operation)
-    }
 
     /// When the customer's admission ends, if they are in the active set.
     pub(crate) fn admitted_until(
@@ -159,6 +140,13 @@ impl MemoryAdmissions {
             .get(event)
             .and_then(|known| known.active.get(customer).copied())
             .map(from_unix_millis)
+    }
+}
+
+/// Outages are played on the whole fake.
+impl Faulty for MemoryAdmissions {
+    fn with_outage<R>(&self, f: impl FnOnce(&mut Outage) -> R) -> R {
+        f(&mut self.lock().outage)
     }
 }
 

@@ -12,7 +12,7 @@
 //! the adapter cannot read ([`MemoryLedger::corrupt_order`]). [`Outage`] is shared by the other
 //! fakes of this folder that play outages the same way.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -20,6 +20,7 @@ use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 
 use crate::application::error::{HoldRefused, LineupError, PaymentRefused, Store};
+use crate::application::fakes::outage::{Faulty, Outage};
 use crate::application::ports::ledger::{
     stricter_limit, Confirmation, HoldRequest, HoldSweeper, Order, OrderStatus,
     PaymentConfirmation, PaymentLedger, PaymentOutcome, SeatLedger, SweepReport, TicketLimits,
@@ -32,55 +33,6 @@ use crate::domain::clock::{from_unix_millis, rfc3339, unix_millis};
 use crate::domain::ids::{CustomerId, EventId, OrderId, SeatId};
 use crate::domain::layout::SeatLayout;
 use crate::domain::seat::{NewSeat, SeatStatus};
-
-/// An outage played on a fake: every call fails while down, and the next `failures` calls fail,
-/// whatever they are. Every call is counted by operation (the port method's name).
-#[derive(Debug, Default)]
-pub(crate) struct Outage {
-    down: bool,
-    failures: u32,
-    calls: HashMap<&'static str, usize>,
-}
-
-impl Outage {
-    /// Counts the call, and fails it during an outage, as `Unavailable` from `store`.
-    pub(crate) fn enter(
-        &mut self,
-        store: Store,
-        fake: &'static str,
-        operation: &'static str,
-    ) -> Result<(), LineupError> {
-        *self.calls.entry(operation).or_default() += 1;
-        if self.down || self.failures > 0 {
-            self.failures = self.failures.saturating_sub(1);
-            return Err(LineupError::Unavailable {
-                store,
-                source: Box::new(std::io::Error::new(
-                    std::io::ErrorKind::ConnectionRefused,
-                    format!("the {fake} is down (a played outage, in {operation})"),
-                )),
-            });
-        }
-        Ok(())
-    }
-
-    pub(crate) fn go_down(&mut self) {
-        self.down = true;
-    }
-
-    pub(crate) fn come_back(&mut self) {
-        self.down = false;
-        self.failures = 0;
-    }
-
-    pub(crate) fn fail_next(&mut self, calls: u32) {
-        self.failures = calls;
-    }
-
-    pub(crate) fn calls(&self, operation: &str) -> usize {
-        self.calls.get(operation).copied().unwrap_or(0)
-    }
-}
 
 /// A seat item (`SeatItem`): times in Unix milliseconds, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -352,20 +304,6 @@ impl MemoryLedger {
 
     // --- Playing faults ---
 
-    /// Every call fails until [`MemoryLedger::come_back`].
-    pub(crate) fn go_down(&self) {
-        self.lock().outage.go_down();
-    }
-
-    pub(crate) fn come_back(&self) {
-        self.lock().outage.come_back();
-    }
-
-    /// The next `calls` calls fail, whatever they are.
-    pub(crate) fn fail_next(&self, calls: u32) {
-        self.lock().outage.fail_next(calls);
-    }
-
     /// The order's item becomes unreadable, as after a bad hand edit: reading it fails with
     /// `SeatStoreReply` (500), and the sweep counts it as failed.
     pub(crate) fn corrupt_order(&self, order: &OrderId) {
@@ -375,11 +313,6 @@ impl MemoryLedger {
     }
 
     // --- Looking inside ---
-
-    /// How many times the port operation `operation` (its method name) was called.
-    pub(crate) fn calls(&self, operation: &str) -> usize {
-        self.lock().outage.calls(operation)
-    }
 
     /// Everything stored, to compare before and after.
     pub(crate) fn snapshot(&self) -> LedgerTables {
@@ -658,6 +591,13 @@ impl LedgerTables {
             && order.status == OrderStatus::Pending
             && order.customer_id == request.customer;
         Ok(same.then_some(order))
+    }
+}
+
+/// Outages are played on the whole fake.
+impl Faulty for MemoryLedger {
+    fn with_outage<R>(&self, f: impl FnOnce(&mut Outage) -> R) -> R {
+        f(&mut self.lock().outage)
     }
 }
 

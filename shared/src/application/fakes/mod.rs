@@ -6,11 +6,13 @@
 //! - [`ledger`]: the seat ledger (seats, holds, orders, payments, the sweep).
 //! - [`records`]: event records, layouts and the published draw.
 //! - [`seat_map`]: the availability board.
+//! - [`outage`]: the outage every fake can play, and its controls ([`outage::Faulty`]).
 //! - [`queue`]: the queue's ports where they are more than one Lua call (admitting, drawing,
 //!   restoring, numbering, settings).
 
 pub mod admissions;
 pub mod ledger;
+pub mod outage;
 pub mod queue;
 pub mod records;
 pub mod seat_map;

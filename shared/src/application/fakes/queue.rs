@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use async_trait::async_trait;
 
 use crate::application::error::{LineupError, Store};
-use crate::application::fakes::ledger::Outage;
+use crate::application::fakes::outage::{Faulty, Outage};
 use crate::application::ports::event_records::EventRecord;
 use crate::application::ports::queue::{
     Admitter, EventSettingsStore, Joined, NumberRange, NumberRanges, PlaceRestorer, PreQueueDraw,
@@ -346,31 +346,12 @@ impl MemoryQueue {
         state.locks.clear();
     }
 
-    /// Every call fails until [`MemoryQueue::come_back`].
-    pub(crate) fn go_down(&self) {
-        self.lock().outage.go_down();
-    }
-
-    pub(crate) fn come_back(&self) {
-        self.lock().outage.come_back();
-    }
-
-    /// The next `calls` calls fail, whatever they are.
-    pub(crate) fn fail_next(&self, calls: u32) {
-        self.lock().outage.fail_next(calls);
-    }
-
     /// The next `calls` calls of `operation` (a port method's name) fail; other calls succeed.
     pub(crate) fn fail_next_of(&self, operation: &'static str, calls: u32) {
         self.lock().failing.insert(operation, calls);
     }
 
     // --- Looking inside ---
-
-    /// How many times the port operation `operation` (its method name) was called.
-    pub(crate) fn calls(&self, operation: &str) -> usize {
-        self.lock().outage.calls(operation)
-    }
 
     pub(crate) fn has_event(&self, event: &EventId) -> bool {
         self.lock().events.contains_key(event)
@@ -452,6 +433,13 @@ impl MemoryQueue {
             .events
             .get(event)
             .and_then(|state| state.closed_reason.clone())
+    }
+}
+
+/// Outages are played on the whole fake.
+impl Faulty for MemoryQueue {
+    fn with_outage<R>(&self, f: impl FnOnce(&mut Outage) -> R) -> R {
+        f(&mut self.lock().outage)
     }
 }
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::application::error::{LineupError, Store};
-use crate::application::fakes::ledger::Outage;
+use crate::application::fakes::outage::{Faulty, Outage};
 use crate::application::ports::event_records::{
     AdmissionCursor, AuditEntry, AuditLog, DrawPublication, EventRecord, EventRecords, LayoutStore,
 };
@@ -92,26 +92,7 @@ impl MemoryRecords {
 
     // --- Playing faults ---
 
-    /// Every call fails until [`MemoryRecords::come_back`].
-    pub(crate) fn go_down(&self) {
-        self.lock().outage.go_down();
-    }
-
-    pub(crate) fn come_back(&self) {
-        self.lock().outage.come_back();
-    }
-
-    /// The next `calls` calls fail, whatever they are.
-    pub(crate) fn fail_next(&self, calls: u32) {
-        self.lock().outage.fail_next(calls);
-    }
-
     // --- Looking inside ---
-
-    /// How many times the port operation `operation` (its method name) was called.
-    pub(crate) fn calls(&self, operation: &str) -> usize {
-        self.lock().outage.calls(operation)
-    }
 
     /// The stored cursor (`None`: never saved).
     pub(crate) fn cursor(&self, event: &EventId) -> Option<AdmissionCursor> {
@@ -127,6 +108,13 @@ impl MemoryRecords {
             .events
             .get(event)
             .and_then(|items| items.ceiling)
+    }
+}
+
+/// Outages are played on the whole fake.
+impl Faulty for MemoryRecords {
+    fn with_outage<R>(&self, f: impl FnOnce(&mut Outage) -> R) -> R {
+        f(&mut self.lock().outage)
     }
 }
 

@@ -18,7 +18,7 @@ use std::sync::{Mutex, MutexGuard};
 use async_trait::async_trait;
 
 use crate::application::error::{LineupError, Store};
-use crate::application::fakes::ledger::Outage;
+use crate::application::fakes::outage::{Faulty, Outage};
 use crate::application::ports::availability::{
     bit, bitset, Availability, AvailabilityBoard, Projection, SeatChange, SeatCounts,
 };
@@ -131,26 +131,7 @@ impl MemorySeatMap {
         }
     }
 
-    /// Every call fails until [`MemorySeatMap::come_back`].
-    pub(crate) fn go_down(&self) {
-        self.lock().outage.go_down();
-    }
-
-    pub(crate) fn come_back(&self) {
-        self.lock().outage.come_back();
-    }
-
-    /// The next `calls` calls fail, whatever they are.
-    pub(crate) fn fail_next(&self, calls: u32) {
-        self.lock().outage.fail_next(calls);
-    }
-
     // --- Looking inside ---
-
-    /// How many times the port operation `operation` (its method name) was called.
-    pub(crate) fn calls(&self, operation: &str) -> usize {
-        self.lock().outage.calls(operation)
-    }
 
     /// Whether the seat at `index` shows available (`None`: no bitsets).
     pub(crate) fn is_available(&self, event: &EventId, index: u32) -> Option<bool> {
@@ -159,6 +140,13 @@ impl MemorySeatMap {
             .get(event)
             .and_then(|map| map.bitsets.as_ref())
             .map(|(available, _)| bit(available, index))
+    }
+}
+
+/// Outages are played on the whole fake.
+impl Faulty for MemorySeatMap {
+    fn with_outage<R>(&self, f: impl FnOnce(&mut Outage) -> R) -> R {
+        f(&mut self.lock().outage)
     }
 }
 

@@ -13,6 +13,7 @@ use crate::application::admit::{
     admit_for_invocation, AdmissionLoop, AdmissionPorts, AdmissionSummary,
 };
 use crate::application::error::{LineupError, Store};
+use crate::application::fakes::outage::Faulty;
 use crate::application::fakes::queue::{MemoryQueue, RESTORE_GRACE};
 use crate::application::fakes::records::MemoryRecords;
 use crate::application::ports::event_records::{DrawPublication, EventRecords};

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use super::hold::{api_event, body, customer, refusal, retry_after, to_request, Sale};
 use crate::application::confirm::{self, ConfirmApi};
+use crate::application::fakes::outage::Faulty;
 use crate::application::ports::ledger::{HoldSweeper, OrderStatus, PaymentOutcome, HOLD_DURATION};
 use crate::application::ports::outbox::OutboxEventKind;
 use crate::domain::clock::rfc3339;

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::application::error::{LineupError, Store};
 use crate::application::expire::{Expiry, ExpiryReport};
 use crate::application::fakes::ledger::MemoryLedger;
+use crate::application::fakes::outage::Faulty;
 use crate::application::fakes::seat_map::MemorySeatMap;
 use crate::application::ports::ledger::{HoldRequest, Order, OrderStatus, SeatLedger, SweepReport};
 use crate::application::ports::queue::{Admitter, EventSettingsStore, StatusBoard};

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 
 use crate::application::fakes::admissions::MemoryAdmissions;
 use crate::application::fakes::ledger::MemoryLedger;
+use crate::application::fakes::outage::Faulty;
 use crate::application::fakes::records::MemoryRecords;
 use crate::application::fakes::seat_map::MemorySeatMap;
 use crate::application::hold::{self, HoldApi, HOLD_BODY_LIMIT};

@@ -6,6 +6,7 @@
 use std::time::{Duration, SystemTime};
 
 use crate::application::error::LineupError;
+use crate::application::fakes::outage::Faulty;
 use crate::application::ports::event_records::{
     AdmissionCursor, Checkpoint, DrawPublication, EventRecords,
 };
