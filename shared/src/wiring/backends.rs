@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::adapters::dynamo::event_records::DynamoEventRecords;
 use crate::adapters::dynamo::DynamoLedger;
 use crate::adapters::redis::availability::RedisAvailability;
+use crate::adapters::redis::connection::RedisSettings;
 use crate::adapters::redis::queue::RedisQueue;
 use crate::application::admit::AdmissionPorts;
 use crate::application::confirm::ConfirmApi;
@@ -19,6 +20,7 @@ use crate::application::restore::Restorer;
 use crate::application::rotating::{SigningKeys, WebhookSecrets};
 use crate::application::status::StatusApi;
 use crate::domain::clock::Clock;
+use crate::wiring::config::EventsTableConfig;
 
 /// The adapters an on-sale runs on: Redis for the queue and the seat map, DynamoDB for the
 /// events table and the seat ledger. A function builds only what it uses (see
@@ -35,6 +37,18 @@ impl Queue {
     /// Over this Redis and this events table.
     pub fn new(queue: Arc<RedisQueue>, records: Arc<DynamoEventRecords>) -> Self {
         Self { queue, records }
+    }
+
+    /// Over the Redis and the events table a function's settings name (the connection is made
+    /// on first use).
+    pub fn open(
+        redis: &RedisSettings,
+        events: &EventsTableConfig,
+    ) -> Result<Self, redis::RedisError> {
+        Ok(Self::new(
+            Arc::new(RedisQueue::open(redis)?),
+            Arc::new(events.records()),
+        ))
     }
 
     /// Putting an event and its customers back after a cache loss.

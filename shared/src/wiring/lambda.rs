@@ -30,10 +30,7 @@ pub async fn join() -> Result<(), Error> {
     logging::init();
     let config = JoinConfig::from_env()?;
     let origin = origin_guard(config.origin.clone()).await?;
-    let queue = Queue::new(
-        Arc::new(RedisQueue::open(&config.queue.redis)?),
-        Arc::new(config.events.records()),
-    );
+    let queue = Queue::open(&config.queue.redis, &config.events)?;
     let key = config.queue.signing_key.load().await?;
     let api = queue.queue_api(key, Arc::new(SystemClock), config.required_claim);
     serve_http(origin, move |request| {
@@ -52,10 +49,7 @@ pub async fn poll() -> Result<(), Error> {
     logging::init();
     let config = PollConfig::from_env()?;
     let origin = origin_guard(config.origin.clone()).await?;
-    let queue = Queue::new(
-        Arc::new(RedisQueue::open(&config.queue.redis)?),
-        Arc::new(config.events.records()),
-    );
+    let queue = Queue::open(&config.queue.redis, &config.events)?;
     let key = config.queue.signing_key.load().await?;
     let api = queue.queue_api(key, Arc::new(SystemClock), None);
     serve_http(origin, move |request| {
@@ -73,10 +67,7 @@ pub async fn hold() -> Result<(), Error> {
     logging::init();
     let config = HoldConfig::from_env()?;
     let origin = origin_guard(config.origin.clone()).await?;
-    let queue = Queue::new(
-        Arc::new(RedisQueue::open(&config.queue.redis)?),
-        Arc::new(config.events.records()),
-    );
+    let queue = Queue::open(&config.queue.redis, &config.events)?;
     let key = config.queue.signing_key.load().await?;
     let api = queue.hold_api(Arc::new(config.ledger.ledger()), key, Arc::new(SystemClock));
     serve_http(origin, move |request| {
@@ -119,11 +110,7 @@ pub async fn status() -> Result<(), Error> {
     logging::init();
     let config = StatusConfig::from_env()?;
     let origin = origin_guard(config.origin.clone()).await?;
-    let api = Queue::new(
-        Arc::new(RedisQueue::open(&config.redis)?),
-        Arc::new(config.events.records()),
-    )
-    .status_api();
+    let api = Queue::open(&config.redis, &config.events)?.status_api();
     serve_http(origin, move |request| {
         let api = api.clone();
         async move { status::handle(&api, request).await }
@@ -136,10 +123,7 @@ pub async fn admit() -> Result<(), Error> {
     logging::init();
     let config = AdmitConfig::from_env()?;
     let admit = Admit::new(
-        Queue::new(
-            Arc::new(RedisQueue::open(&config.redis)?),
-            Arc::new(config.events.records()),
-        ),
+        Queue::open(&config.redis, &config.events)?,
         Some(Arc::new(config.ledger.ledger())),
     );
     let rebuild = admit.rebuild();
