@@ -3,10 +3,14 @@
 # the unit and integration tests (it expects Redis and moto running, with REDIS_URL and
 # AWS_ENDPOINT_URL exported):
 #   1. `sam validate --lint` on template.yaml;
-#   2. each function's debug binary run under its own cargo-lambda runtime emulator, invoked with
-#      the samples in events/ through `cargo lambda invoke`, answers checked (tests/local_invoke.rs);
-#      each function given only the variables it uses, and `poll`, `hold` and `confirm` their
-#      secrets by ARN from moto's Secrets Manager, as in AWS (`join` the literal key, as locally);
+#   2. moto prepared as a LocalStack is for `sam local invoke` (`lineup local-aws`: the tables,
+#      queues and secrets of template.yaml under events/env.json's names), then each function's
+#      debug binary run under its own cargo-lambda runtime emulator, invoked with the samples in
+#      events/ through `cargo lambda invoke`, answers checked (tests/local_invoke.rs); each
+#      function given only the variables it uses, with the values events/env.json gives them
+#      (the endpoints aside), so `poll`, `hold` and `confirm` read their secrets from moto's
+#      Secrets Manager by the names env.json uses, as `sam local invoke` would have them do
+#      (`join` the literal key, as locally);
 #   3. the same binaries again, pointed at a listener that never answers: each answers 503 or
 #      reports the error, within a bound (with literal secrets: a function whose secret cannot
 #      be read at cold start does not start, which is not what this step checks).
@@ -37,14 +41,22 @@ sam validate --lint
 step "cargo build --workspace --bins (debug; up to date after scripts/test.sh)"
 cargo build --workspace --bins --locked
 
+# env_json NAME: the value events/env.json (what `sam local invoke` passes) gives NAME.
+env_json() {
+  python3 -c 'import json, sys; print(json.load(open("events/env.json"))["Parameters"][sys.argv[1]])' "$1"
+}
 SIGNING_KEY=lineup-local-development-key-not-a-secret
 WEBHOOK_SECRET=whsec-local-development-not-a-secret-000
-TABLES_ENV=(SEATS_TABLE=local-seats ORDERS_TABLE=local-orders OUTBOX_TABLE=local-outbox)
-EVENTS_ENV=(EVENTS_TABLE=local-events)
+TABLES_ENV=(SEATS_TABLE="$(env_json SEATS_TABLE)" ORDERS_TABLE="$(env_json ORDERS_TABLE)" OUTBOX_TABLE="$(env_json OUTBOX_TABLE)")
+EVENTS_ENV=(EVENTS_TABLE="$(env_json EVENTS_TABLE)")
 # The value CloudFront sends in X-Lineup-Origin. Only `status` is given it here, so a direct
 # call (no header) is seen refused; the other samples are not CloudFront's requests.
 ORIGIN_SECRET=lineup-local-origin-header-not-a-secret
-TICKET_QUEUE_ENV=(TICKET_QUEUE_URL="$AWS_ENDPOINT_URL/123456789012/lineup-ticket-issued.fifo")
+# env.json's own URL (host.docker.internal, LocalStack's account): requests go to
+# AWS_ENDPOINT_URL, which finds the queue by the name at the URL's end.
+TICKET_QUEUE_ENV=(TICKET_QUEUE_URL="$(env_json TICKET_QUEUE_URL)")
+SIGNING_KEY_NAME="$(env_json LINEUP_SIGNING_KEY_SECRET_ARN)"
+WEBHOOK_SECRET_NAME="$(env_json LINEUP_WEBHOOK_SECRET_ARN)"
 COMMON_ENV=(
   AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test REDIS_TIMEOUT_MS=500
   # As the stack configures Lambda (LoggingConfig: LogFormat JSON).
@@ -52,12 +64,13 @@ COMMON_ENV=(
 )
 
 # function_env FUNCTION SECRETS: the variables FUNCTION is given beside COMMON_ENV, only those it
-# uses (shared/src/wiring/config.rs); SECRETS is `arn` (Secrets Manager, as in AWS) or `literal`.
+# uses (shared/src/wiring/config.rs); SECRETS is `stored` (read from Secrets Manager by the names
+# env.json gives, as under `sam local invoke` and in AWS) or `literal`.
 function_env() {
   local signing="LINEUP_SIGNING_KEY=$SIGNING_KEY" webhook="LINEUP_WEBHOOK_SECRET=$WEBHOOK_SECRET"
-  if [ "$2" = arn ]; then
-    signing="LINEUP_SIGNING_KEY_SECRET_ARN=$SIGNING_KEY_ARN"
-    webhook="LINEUP_WEBHOOK_SECRET_ARN=$WEBHOOK_SECRET_ARN"
+  if [ "$2" = stored ]; then
+    signing="LINEUP_SIGNING_KEY_SECRET_ARN=$SIGNING_KEY_NAME"
+    webhook="LINEUP_WEBHOOK_SECRET_ARN=$WEBHOOK_SECRET_NAME"
   fi
   case "$1" in
     join) echo "LINEUP_SIGNING_KEY=$SIGNING_KEY" "${EVENTS_ENV[@]}" ;;
@@ -70,28 +83,6 @@ function_env() {
     outbox-stream) echo "${TICKET_QUEUE_ENV[@]}" ;;
     availability) ;;
   esac
-}
-
-# The two secrets in moto's Secrets Manager, each rotated once (so it has an AWSPREVIOUS, as in
-# AWS after a rotation) to the development value the samples are signed with. Sets their ARNs.
-create_local_secrets() {
-  local arns
-  arns=$("$LOCAL_DIR/venv/bin/python" - "$AWS_ENDPOINT_URL" "$SIGNING_KEY" "$WEBHOOK_SECRET" <<'PY'
-import secrets, sys
-import boto3  # moto depends on it
-
-endpoint, signing_key, webhook_secret = sys.argv[1:]
-client = boto3.client("secretsmanager", endpoint_url=endpoint, region_name="us-east-1",
-                      aws_access_key_id="test", aws_secret_access_key="test")
-arns = []
-for name, value in [("lineup-signing-key", signing_key), ("lineup-webhook-secret", webhook_secret)]:
-    arn = client.create_secret(Name=name, SecretString=secrets.token_urlsafe(48))["ARN"]
-    client.put_secret_value(SecretId=arn, SecretString=value)
-    arns.append(arn)
-print(*arns)
-PY
-  )
-  read -r SIGNING_KEY_ARN WEBHOOK_SECRET_ARN <<<"$arns"
 }
 
 # start_functions FIRST_PORT SECRETS ENV...: one emulator and one debug binary per function,
@@ -129,11 +120,11 @@ start_functions() {
 INVOKER_ENV=("${TABLES_ENV[@]}" "${EVENTS_ENV[@]}" "${TICKET_QUEUE_ENV[@]}" AWS_REGION=us-east-1)
 
 step "the functions (debug binaries) under the runtime emulator, with the local stack"
-# A clean emulator for this run (the tests before it made their own tables; these names are fixed).
+# A clean emulator for this run (the tests before it made their own tables; these names are
+# fixed), prepared as the README's Docker path prepares a LocalStack.
 curl -s -X POST "$AWS_ENDPOINT_URL/moto-api/reset" >/dev/null
-create_local_secrets
-echo "    poll, hold: $SIGNING_KEY_ARN; confirm: $WEBHOOK_SECRET_ARN"
-start_functions "$FIRST_PORT" arn REDIS_URL="$REDIS_URL" AWS_ENDPOINT_URL="$AWS_ENDPOINT_URL"
+target/debug/lineup local-aws --endpoint-url "$AWS_ENDPOINT_URL" --region us-east-1
+start_functions "$FIRST_PORT" stored REDIS_URL="$REDIS_URL" AWS_ENDPOINT_URL="$AWS_ENDPOINT_URL"
 env "${INVOKER_ENV[@]}" target/debug/local-invoke healthy
 
 step "the same binaries with Redis and AWS unreachable (a listener that never answers)"

@@ -14,14 +14,13 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
-use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use aws_sdk_sqs::types::MessageSystemAttributeName;
 use lineup::adapters::dynamo::{DynamoLedger, TableNames};
 use lineup::adapters::redis::keys::EventKeys;
 use lineup::application::ports::queue::{EventSettingsStore, WaitingLine};
 use lineup::domain::event_settings::EventSettings;
 use lineup::domain::ids::{CustomerId, EventId};
 use lineup::domain::seat::NewSeat;
-use lineup_cli::local_stack::tables as local_tables;
 use lineup_tests::on_sale::{seat, webhook_secret};
 use lineup_tests::route;
 use lineup_tests::{customer, queue, redis, sample, SAMPLE_CUSTOMER, SAMPLE_EVENT};
@@ -148,16 +147,12 @@ async fn healthy() {
     let alice = CustomerId::parse(SAMPLE_CUSTOMER).unwrap();
     let bob = CustomerId::parse("customer-0002").unwrap();
 
-    println!("setting up: tables, ticket queue, the demo event");
+    // `lineup local-aws` made the tables, queues and secrets (scripts/lambda-local.sh), under
+    // the names events/env.json gives the functions; here only the demo event is set up.
+    println!("setting up: the demo event");
     let tables = TableNames::from_lookup(|name| std::env::var(name).ok()).expect("table names");
     let aws = lineup_tests::aws::settings();
     let dynamo = lineup::adapters::aws::dynamodb(&aws);
-    local_tables::create_ledger_tables(&dynamo, &tables)
-        .await
-        .expect("create tables");
-    local_tables::create(&dynamo, local_tables::EVENTS, &env("EVENTS_TABLE"))
-        .await
-        .expect("create the events table");
     let records = lineup::adapters::dynamo::event_records::DynamoEventRecords::new(
         dynamo.clone(),
         env("EVENTS_TABLE"),
@@ -173,18 +168,14 @@ async fn healthy() {
         })
         .collect();
     let sqs = lineup::adapters::aws::sqs(&aws);
-    let created = sqs
-        .create_queue()
-        .queue_name("lineup-ticket-issued.fifo")
-        .attributes(QueueAttributeName::FifoQueue, "true")
-        .send()
+    let queue_name = lineup_cli::local_aws::plan::queue_name(&env("TICKET_QUEUE_URL"))
+        .expect("TICKET_QUEUE_URL ends in a queue name")
+        .to_owned();
+    let ticket_queue = lineup_cli::local_aws::queues::find(&sqs, &queue_name)
         .await
-        .expect("create queue");
-    assert_eq!(
-        created.queue_url(),
-        Some(env("TICKET_QUEUE_URL").as_str()),
-        "TICKET_QUEUE_URL matches the queue"
-    );
+        .expect("ask for the ticket queue")
+        .expect("`lineup local-aws` made the ticket queue env.json names");
+    assert_eq!(ticket_queue.attributes["FifoQueue"], "true");
     let keys = EventKeys::new(&event);
     let mut connection = redis().await;
     let _: i64 = redis::cmd("DEL")

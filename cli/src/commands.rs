@@ -1,5 +1,5 @@
-//! The command line: `lineup dev`, `lineup seed`, `lineup event open|close|set|show`,
-//! `lineup simulate`, `lineup plan` and `lineup verify-draw`. Parsing only; each command's work
+//! The command line: `lineup dev`, `lineup local-aws`, `lineup seed`,
+//! `lineup event open|close|set|show`, `lineup simulate`, `lineup plan` and `lineup verify-draw`. Parsing only; each command's work
 //! lives in its own module.
 
 use clap::{Parser, Subcommand};
@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use crate::dev::DevArgs;
 use crate::endpoints::EndpointArgs;
 use crate::event_admin::SettingsChange;
+use crate::local_aws::LocalAwsArgs;
 use crate::tools::plan::PlanArgs;
 use crate::tools::simulate::SimulateArgs;
 use crate::venue::VenueArgs;
@@ -28,6 +29,9 @@ pub enum Command {
     /// Run the whole on-sale locally: Redis, moto, the API on 127.0.0.1:3000 through the real
     /// handlers, the schedules, the outbox pump, the waiting-room page, a payment provider.
     Dev(DevArgs),
+    /// Prepare a LocalStack (or moto) for `sam local invoke`: the tables, queues and secrets of
+    /// template.yaml, named as in events/env.json (`--teardown` removes them).
+    LocalAws(LocalAwsArgs),
     /// Write an event's seats (all AVAILABLE), against the local stack or AWS (`--aws`).
     Seed(SeedArgs),
     /// Open, close, re-pace or show an event's queue.

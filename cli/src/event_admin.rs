@@ -159,6 +159,39 @@ pub async fn seed(
     }
 }
 
+/// Seeds `event` with `layout` and opens its queue with `change`, each step in the audit trail
+/// under `operator`: how `lineup dev` and `lineup local-aws` set up an event to try things on.
+/// `None`, changing nothing, when the events table has the event already: it is kept as it is
+/// (its seats may be held or sold, its queue may have customers in it).
+#[allow(clippy::too_many_arguments)]
+pub async fn seed_and_open_new(
+    ledger: &DynamoLedger,
+    records: &lineup::adapters::dynamo::event_records::DynamoEventRecords,
+    queue: &lineup::adapters::redis::queue::RedisQueue,
+    event: &EventId,
+    layout: &SeatLayout,
+    change: &SettingsChange,
+    operator: &str,
+    now: SystemTime,
+) -> Result<Option<EventSettings>, AdminError> {
+    if records.event(event).await?.is_some() {
+        return Ok(None);
+    }
+    seed(ledger, records, queue, event, layout, now).await?;
+    let admin = EventAdmin::new(queue, records, operator);
+    // Opened before the seeding is recorded: an event with a history is one the cache lost.
+    let opened = admin.open(event, change, now).await?;
+    admin
+        .record(
+            event,
+            "seed",
+            serde_json::json!({ "seats": layout.seat_count(), "layout": layout.version() }),
+            now,
+        )
+        .await?;
+    Ok(Some(opened))
+}
+
 /// The ports an operator's change goes through.
 pub struct EventAdmin<'a> {
     /// The cache's copy of the settings.

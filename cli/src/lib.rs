@@ -1,10 +1,13 @@
 //! The `lineup` command: what developers and operators run beside the Lambda functions.
 //!
-//! - [`commands`]: the command line (clap): `dev`, `seed`, `event`, `simulate`, `plan`.
+//! - [`commands`]: the command line (clap): `dev`, `local-aws`, `seed`, `event`, `simulate`,
+//!   `plan`, `verify-draw`.
 //! - [`endpoints`]: where Redis, DynamoDB and SQS are (the local stack, or AWS signed in through
 //!   the standard credential chain: `--profile`, `--region`), and the clients.
 //! - [`local_stack`]: installing and starting the local stand-ins (redis-server, moto), with the
 //!   installer compiled in and written to a cache directory, so the binary needs no checkout.
+//! - [`local_aws`]: `lineup local-aws`, the tables, queues and secrets of `template.yaml` made
+//!   on a LocalStack or moto under `events/env.json`'s names (`lineup dev` prepares its own so).
 //! - [`venue`]: a seat layout (sections, rows, prices) to seed an event with.
 //! - [`event_admin`]: seeding seats and opening, closing or re-pacing an event's queue.
 //! - [`stream_pump`]: the local event source mappings (outbox table stream → `outbox-stream`,
@@ -21,6 +24,7 @@ pub mod commands;
 pub mod dev;
 pub mod endpoints;
 pub mod event_admin;
+pub mod local_aws;
 pub mod local_stack;
 pub mod stream_pump;
 pub mod tools;

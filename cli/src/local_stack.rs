@@ -15,7 +15,6 @@
 //! so, and stops that one too when it stops ([`LocalStack::stop`]).
 
 pub mod redis_server;
-pub mod tables;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -154,95 +153,135 @@ fn write_if_changed(path: &Path, text: &str) -> Result<PathBuf, StackError> {
     Ok(path.to_path_buf())
 }
 
-/// The running services. Dropping it kills them; [`LocalStack::stop`] also waits for them, and
-/// stops a Redis that took over the port.
+/// The running services. Dropping it kills those it started; [`LocalStack::stop`] also waits
+/// for them, and stops a Redis that took over the port. Services that were already running
+/// ([`Service::Running`]) are used and left running.
 pub struct LocalStack {
     children: Vec<(&'static str, Child)>,
     /// The redis-server it started, watched (see [`RedisKeeper`]).
     redis: Option<RedisKeeper>,
-    redis_port: u16,
+    /// The port of the Redis it started, if it started one.
+    redis_port: Option<u16>,
     pub redis_url: String,
     pub aws_endpoint_url: String,
 }
 
-pub struct StackPorts {
-    pub redis: u16,
-    pub moto: u16,
+/// Where a service comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Service {
+    /// Started here, on this port of 127.0.0.1, and stopped with the stack.
+    Start(u16),
+    /// Already running at this URL (a LocalStack, a moto, a Redis, an ElastiCache tunnel):
+    /// used as it is, and left running.
+    Running(String),
+}
+
+impl Service {
+    fn port_to_start(&self) -> Option<u16> {
+        match self {
+            Self::Start(port) => Some(*port),
+            Self::Running(_) => None,
+        }
+    }
+
+    /// Who stops it, for the messages: "started here" or "left running".
+    pub fn describe(&self, what: &str) -> String {
+        match self {
+            Self::Start(port) => format!("{what} on :{port}"),
+            Self::Running(url) => format!("the {what} at {url}"),
+        }
+    }
+}
+
+/// The stack's two services: Redis (for ElastiCache) and DynamoDB/SQS/Secrets Manager (moto
+/// when started here).
+pub struct StackServices {
+    pub redis: Service,
+    pub aws: Service,
 }
 
 impl LocalStack {
-    /// Installs what is missing (Debian's redis-server; a venv with moto in the cache
-    /// directory), then starts both and waits until they answer.
-    pub async fn start(cache: &CacheDir, ports: &StackPorts) -> Result<Self, StackError> {
+    /// Installs what is missing for the services to start (Debian's redis-server; a venv with
+    /// moto in the cache directory), then starts them and waits until they answer.
+    pub async fn start(cache: &CacheDir, services: &StackServices) -> Result<Self, StackError> {
         let local_dir = cache.path();
         std::fs::create_dir_all(local_dir)
             .map_err(|source| StackError::Directory(local_dir.to_path_buf(), source))?;
-        for port in [ports.redis, ports.moto] {
+        let redis_port = services.redis.port_to_start();
+        let moto_port = services.aws.port_to_start();
+        for port in redis_port.into_iter().chain(moto_port) {
             if TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
                 return Err(StackError::PortTaken(port));
             }
         }
-        let scripts = cache.scripts()?;
-        install(cache, &scripts.local_stack).await?;
-
         let mut stack = Self {
             children: Vec::new(),
             redis: None,
-            redis_port: ports.redis,
-            redis_url: format!("redis://127.0.0.1:{}", ports.redis),
-            aws_endpoint_url: format!("http://127.0.0.1:{}", ports.moto),
+            redis_port,
+            redis_url: match &services.redis {
+                Service::Start(port) => format!("redis://127.0.0.1:{port}"),
+                Service::Running(url) => url.clone(),
+            },
+            aws_endpoint_url: match &services.aws {
+                Service::Start(port) => format!("http://127.0.0.1:{port}"),
+                Service::Running(url) => url.clone(),
+            },
         };
-        let redis_log = local_dir.join(format!("dev-redis-{}.log", ports.redis));
-        // Dropped (killed) if it never answers.
-        let redis = Command::new("redis-server")
-            .args(redis_server::server_args(
-                ports.redis,
-                redis_server::LOOPBACK,
-                &redis_log,
-            ))
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|source| StackError::Spawn {
-                program: "redis-server",
-                source,
-            })?;
-        wait_until(
-            "redis-server",
-            ports.redis,
-            &redis_log,
-            redis_server::answers,
-        )
-        .await?;
-        stack.redis = Some(RedisKeeper::start(redis, ports.redis));
+        if redis_port.is_none() && moto_port.is_none() {
+            return Ok(stack);
+        }
+        let scripts = cache.scripts()?;
+        install(cache, &scripts.local_stack).await?;
 
-        let moto_log = local_dir.join(format!("dev-moto-{}.log", ports.moto));
-        let log_file = std::fs::File::create(&moto_log)
-            .map_err(|source| StackError::Directory(moto_log.clone(), source))?;
-        let log_copy = log_file
-            .try_clone()
-            .map_err(|source| StackError::Directory(moto_log.clone(), source))?;
-        let moto = Command::new(cache.venv_python())
-            .arg(&scripts.moto_server)
-            .args(["--port", &ports.moto.to_string()])
-            // Where the serialised emulator's time goes, every 10 s, in its log.
-            .args(["--stats-every", "10"])
-            .stdin(Stdio::null())
-            .stdout(log_file)
-            .stderr(log_copy)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|source| StackError::Spawn {
-                program: "moto (moto_server.py in the cache directory's venv)",
-                source,
-            })?;
-        stack.children.push(("moto", moto));
-        wait_until("moto", ports.moto, &moto_log, moto_answers).await?;
+        if let Some(port) = redis_port {
+            let redis_log = local_dir.join(format!("dev-redis-{port}.log"));
+            // Dropped (killed) if it never answers.
+            let redis = Command::new("redis-server")
+                .args(redis_server::server_args(
+                    port,
+                    redis_server::LOOPBACK,
+                    &redis_log,
+                ))
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|source| StackError::Spawn {
+                    program: "redis-server",
+                    source,
+                })?;
+            wait_until("redis-server", port, &redis_log, redis_server::answers).await?;
+            stack.redis = Some(RedisKeeper::start(redis, port));
+        }
+
+        if let Some(port) = moto_port {
+            let moto_log = local_dir.join(format!("dev-moto-{port}.log"));
+            let log_file = std::fs::File::create(&moto_log)
+                .map_err(|source| StackError::Directory(moto_log.clone(), source))?;
+            let log_copy = log_file
+                .try_clone()
+                .map_err(|source| StackError::Directory(moto_log.clone(), source))?;
+            let moto = Command::new(cache.venv_python())
+                .arg(&scripts.moto_server)
+                .args(["--port", &port.to_string()])
+                // Where the serialised emulator's time goes, every 10 s, in its log.
+                .args(["--stats-every", "10"])
+                .stdin(Stdio::null())
+                .stdout(log_file)
+                .stderr(log_copy)
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|source| StackError::Spawn {
+                    program: "moto (moto_server.py in the cache directory's venv)",
+                    source,
+                })?;
+            stack.children.push(("moto", moto));
+            wait_until("moto", port, &moto_log, moto_answers).await?;
+        }
         Ok(stack)
     }
 
     /// Stops every process it started and waits for each to exit; then a Redis that took over
-    /// its port, if one did.
+    /// its port, if it started one and another did. Services it did not start go on running.
     pub async fn stop(mut self) {
         if let Some(redis) = self.redis.take() {
             redis.stop().await;
@@ -253,7 +292,9 @@ impl LocalStack {
             }
         }
         self.children.clear();
-        stop_replacement(self.redis_port).await;
+        if let Some(port) = self.redis_port {
+            stop_replacement(port).await;
+        }
     }
 }
 

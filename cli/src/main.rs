@@ -10,7 +10,7 @@ use lineup::application::ports::event_records::EventRecords;
 use lineup::application::ports::queue::EventSettingsStore;
 use lineup::domain::ids::EventId;
 use lineup_cli::commands::{Cli, Command, EventAction, SeedArgs};
-use lineup_cli::local_stack::tables;
+use lineup_cli::local_aws::{self, tables};
 use lineup_cli::tools::{plan, simulate};
 use lineup_cli::{dev, event_admin, verify_draw};
 use tracing::level_filters::LevelFilter;
@@ -50,6 +50,7 @@ fn init_logging() {
 async fn run(command: Command) -> Result<ExitCode, Failure> {
     match command {
         Command::Dev(args) => dev::run(args).await?,
+        Command::LocalAws(args) => local_aws::run(&args).await?,
         Command::Seed(args) => seed(args).await?,
         Command::Event { action } => event(action).await?,
         Command::Simulate(args) => {

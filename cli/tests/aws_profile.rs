@@ -16,7 +16,7 @@ use lineup::adapters::redis::queue::RedisQueue;
 use lineup::domain::ids::{EventId, SeatId};
 use lineup::domain::seat::NewSeat;
 use lineup_cli::event_admin::{self, SettingsChange};
-use lineup_cli::local_stack::tables as local_tables;
+use lineup_cli::local_aws::tables as local_tables;
 
 fn required(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {

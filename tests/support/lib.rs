@@ -30,15 +30,15 @@ use lineup::domain::event_settings::EventSettings;
 use lineup::domain::ids::{CustomerId, EventId};
 use lineup::domain::signing::{QueueTicket, SigningKey};
 use lineup::wiring::backends::{Admit, Queue};
-use lineup_cli::local_stack::tables;
+use lineup_cli::local_aws::tables;
 use serde_json::Value;
 
 /// The development signing key (`lineup dev`'s). Not a secret: it signs nothing outside local
 /// runs and tests, and the sample events' queue ids (`events/poll.json`) are derived with it.
-pub use lineup_cli::dev::DEV_SIGNING_KEY;
+pub use lineup_cli::local_aws::secrets::DEV_SIGNING_KEY;
 
 /// The customer and event the sample events in `events/` are written for.
-pub const SAMPLE_EVENT: &str = "demo";
+pub const SAMPLE_EVENT: &str = lineup_cli::local_aws::SAMPLES_EVENT;
 pub const SAMPLE_CUSTOMER: &str = "customer-0001";
 
 pub fn redis_url() -> String {

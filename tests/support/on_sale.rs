@@ -26,7 +26,7 @@ use lineup::domain::layout::SeatLayout;
 use lineup::domain::seat::NewSeat;
 use lineup::domain::webhook_signature::WebhookSecret;
 use lineup::wiring::backends::Queue;
-use lineup_cli::local_stack::tables as local_tables;
+use lineup_cli::local_aws::tables as local_tables;
 use serde_json::Value;
 
 use crate::aws::{dynamo, unique};
@@ -34,7 +34,7 @@ use crate::{body, fresh_event, queue, request, route, sample, signing_key};
 
 /// The development webhook secret (`lineup dev`'s simulated provider and `events/confirm.json`
 /// use it).
-pub use lineup_cli::dev::DEV_WEBHOOK_SECRET;
+pub use lineup_cli::local_aws::secrets::DEV_WEBHOOK_SECRET;
 pub const CURRENCY: &str = "KRW";
 
 pub fn webhook_secret() -> WebhookSecret {

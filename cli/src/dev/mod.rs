@@ -1,5 +1,7 @@
-//! `lineup dev`: the whole on-sale on one machine. It starts the local stack, creates the tables
-//! and the ticket queue, seeds and opens a demo event, and serves on one port:
+//! `lineup dev`: the whole on-sale on one machine. It starts the local stack (or uses a Redis and
+//! a LocalStack or moto already running: `--redis-url`, `--endpoint-url`), makes the tables, the
+//! queues and the secrets as `lineup local-aws` does ([`crate::local_aws`]), seeds and opens a
+//! demo event, and serves on one port:
 //!
 //! - every route of `template.yaml`, through the same handlers the Lambda functions run
 //!   ([`api_gateway`], [`routes`]; the caller comes from an UNVERIFIED bearer JWT,
@@ -31,13 +33,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use aws_sdk_sqs::types::QueueAttributeName;
 use axum::extract::State;
 use axum::handler::HandlerWithoutStateExt;
 use axum::http::StatusCode;
 use axum::routing::{get, on, post, MethodFilter};
 use axum::{Json, Router};
-use lineup::adapters::dynamo::{DynamoLedger, TableNames};
+use lineup::adapters::dynamo::DynamoLedger;
 use lineup::adapters::redis::queue::RedisQueue;
 use lineup::adapters::sqs::SqsPublisher;
 use lineup::domain::clock::SystemClock;
@@ -52,27 +53,35 @@ use tower_http::services::ServeDir;
 
 use crate::endpoints::{self, LOCAL_MOTO_PORT, LOCAL_REDIS_PORT};
 use crate::event_admin::{self, SettingsChange};
-use crate::local_stack::tables::{self as local_tables, TableError};
-use crate::local_stack::{CacheDir, LocalStack, StackError, StackPorts};
+use crate::local_aws::plan::ResourcePlan;
+use crate::local_aws::queues::TICKET_QUEUE;
+use crate::local_aws::secrets::{DEV_SIGNING_KEY, DEV_WEBHOOK_SECRET};
+use crate::local_aws::{self, LocalAwsError};
+use crate::local_stack::{CacheDir, LocalStack, Service, StackError, StackServices};
 use crate::stream_pump::{self, AvailabilityStream, OutboxStream, PumpError, StartAt, StreamPump};
 use crate::venue::{self, VenueError};
 use api_gateway::{error, Functions};
 use lineup::adapters::dynamo::event_records::DynamoEventRecords;
-
-/// Development secrets, used when the environment sets none. Not secrets: they are in the repo.
-pub const DEV_SIGNING_KEY: &str = "lineup-local-development-key-not-a-secret";
-pub const DEV_WEBHOOK_SECRET: &str = "whsec-local-development-not-a-secret-000";
-pub const TICKET_QUEUE: &str = "lineup-tickets.fifo";
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct DevArgs {
     /// The port of the API and the page (on 127.0.0.1).
     #[arg(long, default_value_t = 3000)]
     pub port: u16,
+    /// The port of the Redis it starts (on 127.0.0.1).
     #[arg(long, default_value_t = LOCAL_REDIS_PORT)]
     pub redis_port: u16,
+    /// The port of the moto it starts (on 127.0.0.1).
     #[arg(long, default_value_t = LOCAL_MOTO_PORT)]
     pub moto_port: u16,
+    /// Use this Redis (already running: a local one, an ElastiCache tunnel) instead of starting
+    /// one; it is left running.
+    #[arg(long, value_name = "URL", conflicts_with = "redis_port")]
+    pub redis_url: Option<String>,
+    /// Use this DynamoDB/SQS/Secrets Manager emulator (already running: LocalStack, moto)
+    /// instead of starting moto; it is prepared as `lineup local-aws` does and left running.
+    #[arg(long, value_name = "URL", conflicts_with = "moto_port")]
+    pub endpoint_url: Option<String>,
     /// The demo event's id.
     #[arg(long, default_value = "demo")]
     pub event: String,
@@ -117,7 +126,7 @@ pub enum DevError {
     #[error(transparent)]
     Stack(#[from] StackError),
     #[error(transparent)]
-    Tables(#[from] TableError),
+    Resources(#[from] LocalAwsError),
     #[error(transparent)]
     Venue(#[from] VenueError),
     #[error("{0} is not a valid event id")]
@@ -128,18 +137,13 @@ pub enum DevError {
     Admin(#[from] event_admin::AdminError),
     #[error("could not open Redis")]
     Redis(#[from] redis::RedisError),
-    #[error("could not create the ticket queue")]
-    TicketQueue(
-        #[source]
-        Box<aws_sdk_sqs::error::SdkError<aws_sdk_sqs::operation::create_queue::CreateQueueError>>,
-    ),
     #[error(transparent)]
     Pump(#[from] PumpError),
     #[error("LINEUP_SIGNING_KEY is not usable")]
     SigningKey(#[source] lineup::domain::signing::KeyTooShort),
     #[error("LINEUP_WEBHOOK_SECRET is not usable")]
     WebhookSecret(#[source] lineup::domain::webhook_signature::SecretTooShort),
-    #[error("the emulator created the ticket queue but returned no URL for it")]
+    #[error("the emulator made the ticket queue but gave no URL for it")]
     NoQueueUrl,
     #[error("route {0} has a method the router cannot take")]
     RouteMethod(String),
@@ -202,16 +206,27 @@ pub async fn run(args: DevArgs) -> Result<(), DevError> {
     // Ctrl-C is heard from here on, also while installing and seeding.
     let stop = StopSignal::listen();
 
-    eprintln!(
-        "lineup dev: starting Redis on :{} and moto on :{}",
-        args.redis_port, args.moto_port
-    );
-    let ports = StackPorts {
-        redis: args.redis_port,
-        moto: args.moto_port,
+    let services = StackServices {
+        redis: match &args.redis_url {
+            Some(url) => Service::Running(url.clone()),
+            None => Service::Start(args.redis_port),
+        },
+        aws: match &args.endpoint_url {
+            Some(url) => {
+                // Refuses AWS's own endpoints: this makes and seeds tables.
+                local_aws::emulator(url, "us-east-1")?;
+                Service::Running(url.clone())
+            }
+            None => Service::Start(args.moto_port),
+        },
     };
+    eprintln!(
+        "lineup dev: using {} and {}",
+        services.redis.describe("Redis"),
+        services.aws.describe("AWS emulator")
+    );
     let stack = tokio::select! {
-        stack = LocalStack::start(&cache, &ports) => stack?,
+        stack = LocalStack::start(&cache, &services) => stack?,
         // Dropping the half-started stack kills what it had started.
         () = stop.requested() => return Ok(()),
     };
@@ -225,7 +240,12 @@ pub async fn run(args: DevArgs) -> Result<(), DevError> {
         Some(Err(error)) => Err(error),
         None => Ok(()),
     };
-    eprintln!("lineup dev: stopping Redis and moto");
+    match (&services.redis, &services.aws) {
+        (Service::Running(_), Service::Running(_)) => {
+            eprintln!("lineup dev: leaving Redis and the AWS emulator running")
+        }
+        _ => eprintln!("lineup dev: stopping what it started, leaving running what it was given"),
+    }
     stack.stop().await;
     outcome
 }
@@ -281,28 +301,21 @@ async fn prepare(
     let aws = lineup::adapters::aws::AwsSettings::local(&stack.aws_endpoint_url);
     let dynamodb = lineup::adapters::aws::dynamodb(&aws);
     let sqs = lineup::adapters::aws::sqs(&aws);
-    let tables = TableNames {
-        seats: endpoints::LOCAL_SEATS_TABLE.to_owned(),
-        orders: endpoints::LOCAL_ORDERS_TABLE.to_owned(),
-        outbox: endpoints::LOCAL_OUTBOX_TABLE.to_owned(),
-    };
-    // The tables as template.yaml declares them (keys, index, streams, TTL).
-    local_tables::create_ledger_tables(&dynamodb, &tables).await?;
-    local_tables::create(
-        &dynamodb,
-        local_tables::EVENTS,
-        endpoints::LOCAL_EVENTS_TABLE,
-    )
-    .await?;
-    let records = DynamoEventRecords::new(dynamodb.clone(), endpoints::LOCAL_EVENTS_TABLE);
-    let ticket_queue_url = sqs
-        .create_queue()
-        .queue_name(TICKET_QUEUE)
-        .attributes(QueueAttributeName::FifoQueue, "true")
-        .send()
-        .await
-        .map_err(|source| DevError::TicketQueue(Box::new(source)))?
-        .queue_url
+    // The tables (keys, index, streams, TTL), queues and secrets as template.yaml declares them,
+    // named as events/env.json names them: what `lineup local-aws` makes.
+    let plan = ResourcePlan::built_in().map_err(LocalAwsError::from)?;
+    let made = local_aws::setup(&aws, &plan).await?;
+    eprintln!(
+        "lineup dev: {} AWS resources made, {} there already",
+        made.changed(),
+        made.lines.len() - made.changed()
+    );
+    let (tables, events_table) = local_aws::table_names(&plan).map_err(LocalAwsError::from)?;
+    let records = DynamoEventRecords::new(dynamodb.clone(), events_table.clone());
+    let ticket_queue_url = made
+        .queue_urls
+        .get(TICKET_QUEUE)
+        .cloned()
         .ok_or(DevError::NoQueueUrl)?;
     let ledger = DynamoLedger::new(dynamodb.clone(), tables.clone())
         .with_hold_duration(Duration::from_secs(args.hold_seconds));
@@ -313,38 +326,30 @@ async fn prepare(
         seats.seat_count()
     );
     let admin_queue = queue()?;
-    event_admin::seed(
+    let opened = event_admin::seed_and_open_new(
         &ledger,
         &records,
         &admin_queue,
         &event,
         seats,
+        &SettingsChange {
+            max_active: Some(args.max_active),
+            rate: Some(args.rate),
+            opens_at: None,
+            session_seconds: Some(args.session_seconds),
+            ..SettingsChange::default()
+        },
+        "lineup dev",
         SystemTime::now(),
     )
     .await?;
-    let admin = event_admin::EventAdmin::new(&admin_queue, &records, "lineup dev");
-    admin
-        .record(
-            &event,
-            "seed",
-            serde_json::json!({ "seats": seats.seat_count(), "layout": seats.version() }),
-            SystemTime::now(),
-        )
-        .await?;
-    let opened = admin
-        .open(
-            &event,
-            &SettingsChange {
-                max_active: Some(args.max_active),
-                rate: Some(args.rate),
-                opens_at: None,
-                session_seconds: Some(args.session_seconds),
-                ..SettingsChange::default()
-            },
-            SystemTime::now(),
-        )
-        .await?;
-    eprintln!("lineup dev: {}", event_admin::describe(&event, &opened));
+    match opened {
+        Some(opened) => eprintln!("lineup dev: {}", event_admin::describe(&event, &opened)),
+        None => eprintln!(
+            "lineup dev: event {event} is in the events table already (a run before this one): \
+             kept as it is; pass --event for a new one"
+        ),
+    }
 
     // The handlers as the Lambda functions build them (lineup::wiring::backends), over the
     // local Redis and tables, with the secrets fixed at start-up.
@@ -398,7 +403,7 @@ async fn prepare(
             seats: tables.seats.clone(),
             orders: tables.orders.clone(),
             outbox: tables.outbox.clone(),
-            events: endpoints::LOCAL_EVENTS_TABLE.to_owned(),
+            events: events_table,
         },
         ticket_queue_url: ticket_queue_url.clone(),
         dev: true,

@@ -5,6 +5,8 @@
 //!
 //! Only what a table's shape is made of is read (attributes, key schema, global secondary
 //! indexes, stream, TTL); billing, encryption and point-in-time recovery are AWS's concern.
+//! [`describe`] reads a table back in the same terms, so what exists can be compared with what
+//! the template declares ([`TableShape::normalised`]).
 
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
@@ -108,19 +110,21 @@ pub enum TableError {
     #[error("template.yaml: {logical_id} is not a table definition this tool reads")]
     Template {
         /// The table.
-        logical_id: &'static str,
+        logical_id: String,
         /// What the YAML reader said.
         #[source]
         source: serde_yaml::Error,
     },
     /// The template has no such resource.
     #[error("template.yaml has no resource {0}")]
-    Missing(&'static str),
-    /// DynamoDB refused to create it.
-    #[error("creating table {table} ({logical_id})")]
-    Create {
+    Missing(String),
+    /// DynamoDB refused to create, read or delete it.
+    #[error("{doing} table {table} ({logical_id})")]
+    Request {
+        /// What was being done: "creating", "describing", "deleting".
+        doing: &'static str,
         /// The table.
-        logical_id: &'static str,
+        logical_id: String,
         /// Its name.
         table: String,
         /// DynamoDB's answer.
@@ -130,29 +134,24 @@ pub enum TableError {
 }
 
 /// The shape of `logical_id` in `template` (usually [`TEMPLATE`]).
-pub fn shape(template: &str, logical_id: &'static str) -> Result<TableShape, TableError> {
-    let invalid = |source| TableError::Template { logical_id, source };
+pub fn shape(template: &str, logical_id: &str) -> Result<TableShape, TableError> {
+    let invalid = |source| TableError::Template {
+        logical_id: logical_id.to_owned(),
+        source,
+    };
     let document: serde_yaml::Value = serde_yaml::from_str(template).map_err(invalid)?;
     let properties = document
         .get("Resources")
         .and_then(|resources| resources.get(logical_id))
         .and_then(|resource| resource.get("Properties"))
-        .ok_or(TableError::Missing(logical_id))?;
+        .ok_or_else(|| TableError::Missing(logical_id.to_owned()))?;
     serde_yaml::from_value(properties.clone()).map_err(invalid)
 }
 
 /// Creates table `name` with the shape `logical_id` has in the template, with its TTL.
-pub async fn create(
-    client: &Client,
-    logical_id: &'static str,
-    name: &str,
-) -> Result<(), TableError> {
+pub async fn create(client: &Client, logical_id: &str, name: &str) -> Result<(), TableError> {
     let shape = shape(TEMPLATE, logical_id)?;
-    let failed = |source: aws_sdk_dynamodb::Error| TableError::Create {
-        logical_id,
-        table: name.to_owned(),
-        source: Box::new(source),
-    };
+    let failed = failed("creating", logical_id, name);
     let mut request = client
         .create_table()
         .table_name(name)
@@ -215,6 +214,205 @@ pub async fn create(
             .map_err(|error| failed(error.into()))?;
     }
     Ok(())
+}
+
+/// What `name` is in DynamoDB, in the template's terms; `None` when there is no such table.
+pub async fn describe(
+    client: &Client,
+    logical_id: &str,
+    name: &str,
+) -> Result<Option<TableShape>, TableError> {
+    let failed = failed("describing", logical_id, name);
+    let table = match client.describe_table().table_name(name).send().await {
+        Ok(answer) => answer.table,
+        Err(error) => {
+            let error = aws_sdk_dynamodb::Error::from(error);
+            if matches!(error, aws_sdk_dynamodb::Error::ResourceNotFoundException(_)) {
+                return Ok(None);
+            }
+            return Err(failed(error));
+        }
+    };
+    let Some(table) = table else {
+        return Ok(None);
+    };
+    let ttl = client
+        .describe_time_to_live()
+        .table_name(name)
+        .send()
+        .await
+        .map_err(|error| failed(error.into()))?
+        .time_to_live_description
+        .filter(|ttl| {
+            ttl.time_to_live_status()
+                .is_some_and(|status| status.as_str() == "ENABLED")
+        })
+        .map(|ttl| TimeToLive {
+            attribute_name: ttl.attribute_name().unwrap_or_default().to_owned(),
+            enabled: true,
+        });
+    let described_keys = |schema: &[KeySchemaElement]| {
+        schema
+            .iter()
+            .map(|key| Key {
+                attribute_name: key.attribute_name().to_owned(),
+                key_type: key.key_type().as_str().to_owned(),
+            })
+            .collect()
+    };
+    Ok(Some(TableShape {
+        attribute_definitions: table
+            .attribute_definitions()
+            .iter()
+            .map(|attribute| Attribute {
+                attribute_name: attribute.attribute_name().to_owned(),
+                attribute_type: attribute.attribute_type().as_str().to_owned(),
+            })
+            .collect(),
+        key_schema: described_keys(table.key_schema()),
+        global_secondary_indexes: table
+            .global_secondary_indexes()
+            .iter()
+            .map(|index| Index {
+                index_name: index.index_name().unwrap_or_default().to_owned(),
+                key_schema: described_keys(index.key_schema()),
+                projection: IndexProjection {
+                    projection_type: index
+                        .projection()
+                        .and_then(|projection| projection.projection_type())
+                        .map(|kind| kind.as_str().to_owned())
+                        .unwrap_or_default(),
+                },
+            })
+            .collect(),
+        stream_specification: table
+            .stream_specification()
+            .filter(|stream| stream.stream_enabled())
+            .map(|stream| Stream {
+                stream_view_type: stream
+                    .stream_view_type()
+                    .map(|view| view.as_str().to_owned())
+                    .unwrap_or_default(),
+            }),
+        time_to_live_specification: ttl,
+    }))
+}
+
+/// Deletes table `name`; `false` when there was none.
+pub async fn delete(client: &Client, logical_id: &str, name: &str) -> Result<bool, TableError> {
+    match client.delete_table().table_name(name).send().await {
+        Ok(_) => Ok(true),
+        Err(error) => match aws_sdk_dynamodb::Error::from(error) {
+            aws_sdk_dynamodb::Error::ResourceNotFoundException(_) => Ok(false),
+            error => Err(failed("deleting", logical_id, name)(error)),
+        },
+    }
+}
+
+impl TableShape {
+    /// The same shape with what DynamoDB does not keep in order (attribute definitions, indexes)
+    /// sorted, and a disabled TTL as none: two tables are the same when these are equal.
+    pub fn normalised(mut self) -> Self {
+        self.attribute_definitions.sort_by(|a, b| {
+            (&a.attribute_name, &a.attribute_type).cmp(&(&b.attribute_name, &b.attribute_type))
+        });
+        self.global_secondary_indexes
+            .sort_by(|a, b| a.index_name.cmp(&b.index_name));
+        self.time_to_live_specification = self.time_to_live_specification.filter(|ttl| ttl.enabled);
+        self
+    }
+
+    /// How `self` (what exists) differs from `declared`, in words; empty when it does not.
+    pub fn differences(&self, declared: &TableShape) -> Vec<String> {
+        let (found, declared) = (self.clone().normalised(), declared.clone().normalised());
+        let mut differences = Vec::new();
+        if found.key_schema != declared.key_schema
+            || found.attribute_definitions != declared.attribute_definitions
+        {
+            differences.push(format!(
+                "key {} where the template has {}",
+                describe_keys(&found.key_schema),
+                describe_keys(&declared.key_schema)
+            ));
+        }
+        if found.global_secondary_indexes != declared.global_secondary_indexes {
+            let names = |shape: &TableShape| {
+                shape
+                    .global_secondary_indexes
+                    .iter()
+                    .map(|index| index.index_name.clone())
+                    .collect::<Vec<_>>()
+            };
+            differences.push(format!(
+                "indexes {:?} where the template has {:?} (or their keys differ)",
+                names(&found),
+                names(&declared)
+            ));
+        }
+        if found.stream_specification != declared.stream_specification {
+            differences.push(format!(
+                "stream {} where the template has {}",
+                describe_stream(&found),
+                describe_stream(&declared)
+            ));
+        }
+        if found.time_to_live_specification != declared.time_to_live_specification {
+            let ttl = |shape: &TableShape| {
+                shape
+                    .time_to_live_specification
+                    .as_ref()
+                    .map_or("none".to_owned(), |ttl| ttl.attribute_name.clone())
+            };
+            differences.push(format!(
+                "time to live {} where the template has {}",
+                ttl(&found),
+                ttl(&declared)
+            ));
+        }
+        differences
+    }
+
+    /// A one-line summary: key, index, stream and TTL.
+    pub fn summary(&self) -> String {
+        let mut parts = vec![format!("key {}", describe_keys(&self.key_schema))];
+        for index in &self.global_secondary_indexes {
+            parts.push(format!("index {}", index.index_name));
+        }
+        if self.stream_specification.is_some() {
+            parts.push(format!("stream {}", describe_stream(self)));
+        }
+        if let Some(ttl) = &self.time_to_live_specification {
+            parts.push(format!("TTL {}", ttl.attribute_name));
+        }
+        parts.join(", ")
+    }
+}
+
+fn describe_keys(keys: &[Key]) -> String {
+    keys.iter()
+        .map(|key| key.attribute_name.as_str())
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
+fn describe_stream(shape: &TableShape) -> String {
+    shape
+        .stream_specification
+        .as_ref()
+        .map_or("none".to_owned(), |stream| stream.stream_view_type.clone())
+}
+
+fn failed<'a>(
+    doing: &'static str,
+    logical_id: &'a str,
+    name: &'a str,
+) -> impl Fn(aws_sdk_dynamodb::Error) -> TableError + 'a {
+    move |source| TableError::Request {
+        doing,
+        logical_id: logical_id.to_owned(),
+        table: name.to_owned(),
+        source: Box::new(source),
+    }
 }
 
 /// The ledger's three tables (seats, orders, outbox) under `names`.
