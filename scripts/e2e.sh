@@ -13,8 +13,11 @@
 #     working directory (no source tree to lean on: the page and the installer are compiled in),
 #     must serve the page with the right content types and stop on Ctrl-C too;
 #  5. `lineup simulate --users 500 --seats 100` against a dev server with 20-second holds (so
-#     lapsed holds go back on sale within the run); it exits non-zero if an invariant breaks;
-#  6. a short chaos run against the same server: `lineup simulate --chaos flush@6s,restart@12s`
+#     lapsed holds go back on sale within the run), on a Redis and a moto this script starts
+#     outside it (`lineup dev --redis-url .. --endpoint-url ..`, as with a LocalStack already
+#     running): it exits non-zero if an invariant breaks, and after Ctrl-C both services must
+#     still answer, with the tables it made (`lineup local-aws` finds them all, makes nothing);
+#  6. a short chaos run against a dev server on its own stack: `lineup simulate --chaos flush@6s,restart@12s`
 #     (300 customers, 60 seats, 10 admitted a second from 3 s, so both faults come while most of
 #     the crowd waits; about a minute): Redis flushed, then killed and replaced by an empty one
 #     on its port. Every check must still hold, the dev server must carry on with the
@@ -92,8 +95,11 @@ start_dev() {
   exit 1
 }
 
-# stop_dev: Ctrl-C, as a developer stops it; then nothing it started may be left running.
+# stop_dev [PORT...]: Ctrl-C, as a developer stops it; then nothing it started may be left
+# running, and the ports it had (by default the API's, its Redis's and its moto's) are free.
 stop_dev() {
+  local ports=("$@")
+  [ ${#ports[@]} -gt 0 ] || ports=("$API_PORT" "$DEV_REDIS_PORT" "$DEV_MOTO_PORT")
   [ -n "$DEV_PID" ] || return 0
   # Its services (redis-server, moto's python) are its descendants: each must be gone after.
   DEV_CHILDREN="$(descendants "$DEV_PID")"
@@ -111,13 +117,13 @@ stop_dev() {
       exit 1
     fi
   done
-  for port in "$API_PORT" "$DEV_REDIS_PORT" "$DEV_MOTO_PORT"; do
+  for port in "${ports[@]}"; do
     if (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "error: something still answers on 127.0.0.1:$port after Ctrl-C" >&2
       exit 1
     fi
   done
-  echo "==> Ctrl-C stopped the server, Redis and moto (ports $API_PORT, $DEV_REDIS_PORT, $DEV_MOTO_PORT free; $(echo $DEV_CHILDREN | wc -w) processes it started gone)"
+  echo "==> Ctrl-C stopped the server and what it started (ports ${ports[*]} free; $(echo $DEV_CHILDREN | wc -w) processes it started gone)"
 }
 
 # expect_asset PATH CONTENT-TYPE: the dev server answers 200 with that content type (prefix).
@@ -186,19 +192,38 @@ done
 echo "==> the copied binary serves the page (HTML, CSS, and its $(ls web/*.js | wc -l) JavaScript modules as web/ has them, each with its content type)"
 stop_dev
 
-echo "==> lineup simulate --users $SIM_USERS --seats $SIM_SEATS (dev server with 20 s holds, sweep every 2 s)"
-start_dev target/e2e/dev-simulate.log target/debug/lineup dev "${DEV_PORTS[@]}" \
+# A Redis and a moto started here, outside `lineup dev` (on its ports, free again), as a
+# developer's LocalStack and Redis would be: `lineup dev` must use them and leave them running.
+trap 'abandon_dev; stop_local_stack; rm -rf "$ALONE" "$ELSEWHERE"' EXIT
+LOCAL_DIR="$LINEUP_CACHE_DIR"
+start_redis "$DEV_REDIS_PORT"
+start_moto "$DEV_MOTO_PORT"
+OUTSIDE=(--redis-url "redis://127.0.0.1:$DEV_REDIS_PORT" --endpoint-url "http://127.0.0.1:$DEV_MOTO_PORT")
+echo "==> lineup simulate --users $SIM_USERS --seats $SIM_SEATS (dev server with 20 s holds, sweep every 2 s, on the Redis and moto started outside it: ${OUTSIDE[*]})"
+start_dev target/e2e/dev-simulate.log target/debug/lineup dev --port "$API_PORT" "${OUTSIDE[@]}" \
   --hold-seconds 20 --expire-every-seconds 2 --seats 100
 target/debug/lineup simulate --users "$SIM_USERS" --seats "$SIM_SEATS" --api "http://127.0.0.1:$API_PORT" \
   | tee target/e2e/simulate-report.txt
+stop_dev "$API_PORT"
+redis-cli -p "$DEV_REDIS_PORT" ping | grep -q PONG \
+  || { echo "error: the Redis started outside lineup dev is gone after its Ctrl-C" >&2; exit 1; }
+target/debug/lineup local-aws --endpoint-url "http://127.0.0.1:$DEV_MOTO_PORT" | tee target/e2e/local-aws-after.txt
+grep -q "^  0 made, 8 already there" target/e2e/local-aws-after.txt \
+  || { echo "error: after lineup dev's Ctrl-C the moto started outside it lacks what it made" >&2; exit 1; }
+echo "==> after Ctrl-C the Redis and the moto started outside lineup dev still run, with its tables, queues and secrets"
+stop_local_stack
 
-echo "==> lineup simulate --chaos $CHAOS_PLAN (300 users, 60 seats; the same dev server: Redis flushed, then killed and replaced by an empty one)"
+echo "==> a dev server on its own stack for the chaos run"
+start_dev target/e2e/dev-chaos.log target/debug/lineup dev "${DEV_PORTS[@]}" \
+  --hold-seconds 20 --expire-every-seconds 2 --seats 100
+
+echo "==> lineup simulate --chaos $CHAOS_PLAN (300 users, 60 seats: Redis flushed, then killed and replaced by an empty one)"
 target/debug/lineup simulate --users 300 --seats 60 --ramp 8s --pre-queue 3s --max-active 100 \
   --rate 10 --session 30s --think-ms 500 --chaos "$CHAOS_PLAN" --api "http://127.0.0.1:$API_PORT" \
   --report-json target/e2e/chaos-report.json | tee target/e2e/chaos-report.txt
 if [[ "$CHAOS_PLAN" == *restart@* ]]; then
-  grep -q "a new Redis answers on :$DEV_REDIS_PORT" target/e2e/dev-simulate.log \
-    || { echo "error: lineup dev did not say it carried on with the new Redis; its log: target/e2e/dev-simulate.log" >&2; exit 1; }
+  grep -q "a new Redis answers on :$DEV_REDIS_PORT" target/e2e/dev-chaos.log \
+    || { echo "error: lineup dev did not say it carried on with the new Redis; its log: target/e2e/dev-chaos.log" >&2; exit 1; }
 fi
 # Still serving, through its new Redis: the demo event's status (re-loaded from DynamoDB).
 for attempt in $(seq 1 20); do

@@ -44,6 +44,7 @@ fn own_env_json() -> (LocalAwsArgs, ScratchDir) {
         env_vars: Some(path),
         redis_url: None,
         teardown: false,
+        confirm: None,
     };
     (args, dir)
 }
@@ -129,7 +130,11 @@ async fn setup_makes_what_the_template_declares_and_a_second_run_changes_nothing
         .lines
         .iter()
         .all(|line| line.outcome == Outcome::Created));
-    assert_eq!(report.skipped.len(), 1, "the origin secret, left out by env.json");
+    assert_eq!(
+        report.skipped.len(),
+        1,
+        "the origin secret, left out by env.json"
+    );
 
     // The tables: keys, index, stream, TTL, read back, against the template.
     let dynamo = dynamo().await;
@@ -154,7 +159,10 @@ async fn setup_makes_what_the_template_declares_and_a_second_run_changes_nothing
         orders.global_secondary_indexes[0].index_name,
         "pending_by_expiry"
     );
-    assert_eq!(orders.time_to_live_specification.unwrap().attribute_name, "ttl");
+    assert_eq!(
+        orders.time_to_live_specification.unwrap().attribute_name,
+        "ttl"
+    );
 
     // The queues: every attribute the template sets, and the redrive to the dead-letter queue.
     let sqs = sqs().await;
@@ -167,8 +175,10 @@ async fn setup_makes_what_the_template_declares_and_a_second_run_changes_nothing
     );
     let found = queues::find(&sqs, ticket_queue).await.unwrap().unwrap();
     let dead_letter = queues::find(&sqs, dead_letter).await.unwrap().unwrap();
-    for (logical_id, queue) in [("TicketQueue", &found), ("TicketDeadLetterQueue", &dead_letter)]
-    {
+    for (logical_id, queue) in [
+        ("TicketQueue", &found),
+        ("TicketDeadLetterQueue", &dead_letter),
+    ] {
         for (attribute, value) in queues::declared(tables::TEMPLATE, logical_id)
             .unwrap()
             .attributes
@@ -184,7 +194,10 @@ async fn setup_makes_what_the_template_declares_and_a_second_run_changes_nothing
     assert_eq!(found.attributes["DeduplicationScope"], "messageGroup");
     let redrive: serde_json::Value =
         serde_json::from_str(&found.attributes["RedrivePolicy"]).unwrap();
-    assert_eq!(redrive["deadLetterTargetArn"], dead_letter.attributes["QueueArn"]);
+    assert_eq!(
+        redrive["deadLetterTargetArn"],
+        dead_letter.attributes["QueueArn"]
+    );
     assert_eq!(redrive["maxReceiveCount"], 5);
     assert_eq!(report.queue_urls["TicketQueue"], found.url);
     let attributes = sqs
@@ -200,7 +213,10 @@ async fn setup_makes_what_the_template_declares_and_a_second_run_changes_nothing
     let secrets_manager = lineup::adapters::aws::secretsmanager(&settings());
     for (logical_id, name) in names(&plan, Kind::Secret) {
         assert_eq!(
-            secrets::current(&secrets_manager, &name).await.unwrap().as_deref(),
+            secrets::current(&secrets_manager, &name)
+                .await
+                .unwrap()
+                .as_deref(),
             secrets::development_value(&logical_id),
             "{logical_id}"
         );
@@ -214,7 +230,11 @@ async fn setup_makes_what_the_template_declares_and_a_second_run_changes_nothing
         .lines
         .iter()
         .all(|line| line.outcome == Outcome::Exists));
-    assert_eq!(snapshot(&plan).await, before, "a second run changed something");
+    assert_eq!(
+        snapshot(&plan).await,
+        before,
+        "a second run changed something"
+    );
     assert_eq!(again.queue_urls, report.queue_urls);
 
     local_aws::teardown(&settings(), &plan).await.unwrap();
@@ -229,7 +249,9 @@ async fn something_that_differs_from_the_template_is_refused_before_anything_is_
     let sqs = sqs().await;
     // An orders table gone, and the ticket queue made again by hand without its redrive.
     let orders = plan.name_of("OrdersTable").unwrap();
-    assert!(tables::delete(&dynamo, "OrdersTable", orders).await.unwrap());
+    assert!(tables::delete(&dynamo, "OrdersTable", orders)
+        .await
+        .unwrap());
     let ticket_queue = plan.name_of("TicketQueue").unwrap();
     assert!(queues::delete(&sqs, ticket_queue).await.unwrap());
     sqs.create_queue()
@@ -252,7 +274,10 @@ async fn something_that_differs_from_the_template_is_refused_before_anything_is_
     assert!(said.contains("redrive"), "{said}");
     assert!(said.contains("DeduplicationScope"), "{said}");
     assert!(said.contains(&format!("table {seats}")), "{said}");
-    assert!(said.contains("stream none where the template has NEW_IMAGE"), "{said}");
+    assert!(
+        said.contains("stream none where the template has NEW_IMAGE"),
+        "{said}"
+    );
     assert!(
         tables::describe(&dynamo, "OrdersTable", orders)
             .await
@@ -285,9 +310,13 @@ async fn teardown_removes_everything_setup_made_and_a_secret_set_by_hand_is_kept
     // A developer's own webhook secret, there before setup: kept, and said so.
     let secrets_manager = lineup::adapters::aws::secretsmanager(&settings());
     let webhook = plan.name_of("WebhookSecret").unwrap();
-    secrets::create(&secrets_manager, webhook, "whsec-my-own-value-for-this-laptop-00")
-        .await
-        .unwrap();
+    secrets::create(
+        &secrets_manager,
+        webhook,
+        "whsec-my-own-value-for-this-laptop-00",
+    )
+    .await
+    .unwrap();
     let report = set_up(&plan).await.unwrap();
     let line = report
         .lines
@@ -296,10 +325,16 @@ async fn teardown_removes_everything_setup_made_and_a_secret_set_by_hand_is_kept
         .unwrap();
     assert_eq!(line.outcome, Outcome::ExistsWithOtherValue);
     assert_eq!(
-        secrets::current(&secrets_manager, webhook).await.unwrap().as_deref(),
+        secrets::current(&secrets_manager, webhook)
+            .await
+            .unwrap()
+            .as_deref(),
         Some("whsec-my-own-value-for-this-laptop-00")
     );
-    assert!(report.to_string().contains("another value: kept"), "{report}");
+    assert!(
+        report.to_string().contains("another value: kept"),
+        "{report}"
+    );
 
     let removed = local_aws::teardown(&settings(), &plan).await.unwrap();
     assert!(removed
@@ -357,7 +392,7 @@ async fn the_samples_event_is_seeded_once_and_kept_after() {
         std::time::Duration::from_secs(2),
     )
     .unwrap();
-    let opened = local_aws::open_samples_event(&settings(), &plan, &queue)
+    let opened = local_aws::samples::open_samples_event(&settings(), &plan, &queue)
         .await
         .unwrap();
     let settings_opened = opened.expect("a new event is seeded and opened");
@@ -373,7 +408,7 @@ async fn the_samples_event_is_seeded_once_and_kept_after() {
         .await
         .unwrap();
     assert_eq!(seats.count(), 100, "A-001 to A-100");
-    let again = local_aws::open_samples_event(&settings(), &plan, &queue)
+    let again = local_aws::samples::open_samples_event(&settings(), &plan, &queue)
         .await
         .unwrap();
     assert!(again.is_none(), "an event already there is kept");

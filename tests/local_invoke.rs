@@ -393,20 +393,31 @@ async fn healthy() {
     );
     let order_id = second["orderId"].as_str().unwrap().to_owned();
 
-    let payment = json!({
-        "orderId": order_id,
-        "paymentId": "pay_local_1",
-        "amount": second["amount"],
-        "currency": "KRW",
-    });
-    let (status, paid) = http(
-        "confirm",
-        &scratch("confirm.json", &signed_confirm(&order_id, &payment)),
+    // The webhook as the README's Docker path makes it: `lineup local-aws --confirm ORDER_ID`
+    // prints confirm.json for the order, signed now with the secret the function reads.
+    let printed =
+        Command::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/lineup"))
+            .args(["local-aws", "--endpoint-url", &env("AWS_ENDPOINT_URL")])
+            .args(["--confirm", &order_id])
+            .output()
+            .expect("run lineup local-aws --confirm");
+    assert!(
+        printed.status.success(),
+        "lineup local-aws --confirm: {}",
+        String::from_utf8_lossy(&printed.stderr)
     );
+    let signed: Value = serde_json::from_slice(&printed.stdout).expect("it prints the event alone");
+    assert_eq!(signed["pathParameters"]["orderId"], order_id.as_str());
+    let (status, paid) = http("confirm", &scratch("confirm-printed.json", &signed));
     assert_eq!(
         (status, paid["status"].as_str()),
         (200, Some("PAID")),
         "{paid}"
+    );
+    let paid_body: Value = serde_json::from_str(signed["body"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        paid_body["amount"], second["amount"],
+        "the order's own amount"
     );
     let bad = route(
         &sample("confirm-bad-signature.json"),

@@ -1,7 +1,9 @@
 //! The local stand-ins for AWS that `lineup dev` runs: a private, memory-only redis-server (for
 //! ElastiCache) and the serialised moto server (DynamoDB, DynamoDB Streams, SQS). What is missing
 //! is installed by the same shell functions the test command uses (`scripts/local-stack.sh`);
-//! the processes are this one's children, stopped when it stops.
+//! the processes are this one's children, stopped when it stops. Either service may instead be
+//! one already running ([`Service::Running`]: a LocalStack, a moto, a Redis, a tunnel), which is
+//! used as it is and left running.
 //!
 //! The installer and the moto launcher (`scripts/moto_server.py`) are compiled into the binary and
 //! written to a cache directory ([`CacheDir`]) before use, so a `lineup` copied anywhere, or

@@ -5,7 +5,8 @@
 //!
 //! - [`plan`]: which resources (those the functions' environments refer to) and their names;
 //! - [`tables`], [`queues`], [`secrets`]: each kind made from the template, read back and
-//!   compared with it, and removed.
+//!   compared with it, and removed;
+//! - [`samples`]: the samples' event, and the live values some samples need (a signed webhook).
 //!
 //! [`setup`] looks at everything first: a resource that exists but differs from the template
 //! (another key, no stream, a queue without its redrive) stops it before anything is made, with
@@ -14,6 +15,7 @@
 
 pub mod plan;
 pub mod queues;
+pub mod samples;
 pub mod secrets;
 pub mod tables;
 
@@ -23,19 +25,12 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use lineup::adapters::aws::AwsSettings;
-use lineup::adapters::dynamo::event_records::DynamoEventRecords;
-use lineup::adapters::dynamo::{DynamoLedger, TableNames};
+use lineup::adapters::dynamo::TableNames;
 use lineup::adapters::redis::queue::RedisQueue;
-use lineup::domain::event_settings::EventSettings;
-use lineup::domain::ids::{EventId, SeatId};
-use lineup::domain::layout::SeatLayout;
-use lineup::domain::seat::NewSeat;
 
-use crate::event_admin::{self, SettingsChange};
+use crate::event_admin;
 use plan::{Kind, PlanError, ResourcePlan};
-
-/// The event the samples in `events/` are about.
-pub const SAMPLES_EVENT: &str = "demo";
+pub use samples::SAMPLES_EVENT;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct LocalAwsArgs {
@@ -56,6 +51,11 @@ pub struct LocalAwsArgs {
     /// Remove what setup makes (tables with their items, queues, secrets) instead.
     #[arg(long, conflicts_with = "redis_url")]
     pub teardown: bool,
+    /// Make nothing: print `events/confirm.json` for this order (held with `hold.json`), its
+    /// amount and currency read from the orders table and signed now with the webhook secret the
+    /// functions read, for `sam local invoke ConfirmFunction -e`.
+    #[arg(long, value_name = "ORDER_ID", conflicts_with_all = ["redis_url", "teardown"])]
+    pub confirm: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +80,8 @@ pub enum LocalAwsError {
     Differs(Vec<String>),
     #[error("the samples' event")]
     SamplesEvent(#[from] event_admin::AdminError),
+    #[error(transparent)]
+    Sample(#[from] samples::SampleError),
     #[error("could not open Redis at {url}")]
     Redis {
         url: String,
@@ -214,6 +216,11 @@ pub async fn run(args: &LocalAwsArgs) -> Result<(), LocalAwsError> {
         .map_or("events/env.json (built in)".to_owned(), |path| {
             path.display().to_string()
         });
+    if let Some(order) = &args.confirm {
+        let event = samples::signed_confirm_for(&aws, &plan, order, SystemTime::now()).await?;
+        println!("{event:#}");
+        return Ok(());
+    }
     if args.teardown {
         println!(
             "lineup local-aws: removing from {} ({}) what setup makes:",
@@ -240,10 +247,10 @@ pub async fn run(args: &LocalAwsArgs) -> Result<(), LocalAwsError> {
                 source,
             }
         })?;
-        match open_samples_event(&aws, &plan, &queue).await? {
+        match samples::open_samples_event(&aws, &plan, &queue).await? {
             Some(settings) => println!(
                 "  the samples' event: {}",
-                event_admin::describe(&samples_event(), &settings)
+                event_admin::describe(&samples::samples_event(), &settings)
             ),
             None => println!(
                 "  the samples' event `{SAMPLES_EVENT}` is in the events table already: kept as it is"
@@ -443,47 +450,4 @@ pub fn table_names(plan: &ResourcePlan) -> Result<(TableNames, String), PlanErro
         },
         name(tables::EVENTS)?,
     ))
-}
-
-/// The samples' event id.
-pub fn samples_event() -> EventId {
-    EventId::parse(SAMPLES_EVENT).expect("the samples' event id is valid")
-}
-
-/// The samples' seats: `A-001` to `A-100` on the Floor, 12,000 KRW each (`hold.json` holds
-/// `confirm.json` pays 24,000 KRW for them).
-pub fn samples_layout() -> SeatLayout {
-    let seats: Vec<NewSeat> = (1..=100)
-        .map(|n| NewSeat {
-            seat_id: SeatId::parse(&format!("A-{n:03}")).expect("a valid seat id"),
-            section: "Floor".into(),
-            row: "A".into(),
-            price: 12_000,
-            currency: "KRW".into(),
-        })
-        .collect();
-    SeatLayout::from_seats(&seats).expect("the samples' layout is valid")
-}
-
-/// Seeds and opens the samples' event on `queue` and the plan's tables, unless it exists.
-pub async fn open_samples_event(
-    aws: &AwsSettings,
-    plan: &ResourcePlan,
-    queue: &RedisQueue,
-) -> Result<Option<EventSettings>, LocalAwsError> {
-    let (tables, events_table) = table_names(plan)?;
-    let dynamodb = lineup::adapters::aws::dynamodb(aws);
-    let ledger = DynamoLedger::new(dynamodb.clone(), tables);
-    let records = DynamoEventRecords::new(dynamodb, events_table);
-    Ok(event_admin::seed_and_open_new(
-        &ledger,
-        &records,
-        queue,
-        &samples_event(),
-        &samples_layout(),
-        &SettingsChange::default(),
-        "lineup local-aws",
-        SystemTime::now(),
-    )
-    .await?)
 }
