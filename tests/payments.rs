@@ -117,9 +117,9 @@ async fn twenty_identical_webhooks_at_once_pay_once_and_get_one_answer() {
         "paying frees the customer's slot"
     );
 
-    // After: the same key with another body is refused; a replay (same key) and a redelivery of
-    // the same payment under a new key get the first answer; none of them changes anything.
-    let before = sale.snapshot().await;
+    // After: the same key with another payment is refused, and that payment (money all the
+    // same) is recorded once for a refund; a replay (same key) and a redelivery of the same
+    // payment under a new key get the first answer and change nothing.
     let other_body = payment_body(&order_id, "pay_2", amount);
     let reused = confirm::handle(
         &sale.confirm_api,
@@ -130,6 +130,17 @@ async fn twenty_identical_webhooks_at_once_pay_once_and_get_one_answer() {
         (reused.status(), error_code(&reused).as_str()),
         (StatusCode::CONFLICT, "idempotency_key_reused")
     );
+    let after_reuse = sale.snapshot().await;
+    let refunds: Vec<&Value> = after_reuse["outbox"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["type"] == "refund_required")
+        .collect();
+    assert_eq!(refunds.len(), 1, "{refunds:?}");
+    assert_eq!(refunds[0]["paymentId"], "pay_2");
+    assert_eq!(refunds[0]["amount"], amount);
+    let before = after_reuse;
     for (name, key) in [("replay", key.clone()), ("redelivery", unique("key"))] {
         let again = confirm::handle(
             &sale.confirm_api,

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use crate::application::error::{LineupError, PaymentRefused};
 use crate::application::http::{request, response};
 use crate::application::ports::ledger::{
-    OrderStatus, PaymentConfirmation, PaymentLedger, TicketLimits,
+    OrderStatus, PaymentConfirmation, PaymentFor, PaymentLedger, TicketLimits,
 };
 use crate::application::ports::queue::AdmissionRegistry;
 use crate::application::rotating::WebhookSecrets;
@@ -124,7 +124,7 @@ async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
     digest.update(b"\n");
     digest.update(body);
     let confirmation = PaymentConfirmation {
-        order_id,
+        order: PaymentFor::Order(order_id),
         idempotency_key: idempotency_key.to_owned(),
         request_digest: hex::encode(digest.finalize()),
         payment_id,
@@ -136,7 +136,7 @@ async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
         .ledger
         .confirm(&confirmation, api.limits.as_ref())
         .await?;
-    let (order, answer) = (&confirmed.order, &confirmed.answer);
+    let (order, answer) = (&confirmed.terms, &confirmed.answer);
     let outcome = match answer.status {
         OrderStatus::Paid => "PAID",
         _ => "REFUND_REQUIRED",

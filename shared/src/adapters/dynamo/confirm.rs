@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{CancellationReason, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, CancellationReason, Put, TransactWriteItem, Update};
 use sha2::{Digest, Sha256};
 
 use crate::adapters::dynamo::items::{
@@ -25,12 +25,14 @@ use crate::adapters::dynamo::{
     built, condition_failed, store_error, transact, DynamoLedger, TransactionOutcome,
 };
 use crate::application::error::{LineupError, PaymentRefused};
+use crate::application::ports::ledger::OrderTerms;
 use crate::application::ports::ledger::{
-    stricter_limit, Confirmation, Order, OrderStatus, PaymentConfirmation, PaymentOutcome,
+    stricter_limit, Confirmation, OrderStatus, PaymentConfirmation, PaymentFor, PaymentOutcome,
     TicketLimits,
 };
 use crate::application::ports::outbox::{OutboxEvent, OutboxEventKind};
 use crate::domain::clock::{rfc3339, unix_millis};
+use crate::domain::ids::{CustomerId, EventId, OrderId};
 use crate::domain::seat::SeatStatus;
 
 /// Idempotency records and outbox items are kept this long (DynamoDB TTL may delete them after;
@@ -53,6 +55,11 @@ struct PaymentItem {
     pk: String,
     payment_id: String,
     order_id: String,
+    /// The order's event and customer (`unknown` for an order that does not exist).
+    #[serde(default)]
+    event_id: String,
+    #[serde(default)]
+    customer_id: String,
     amount: i64,
     currency: String,
     outcome: PaymentOutcome,
@@ -79,43 +86,46 @@ impl DynamoLedger {
         payment: &PaymentConfirmation,
         limits: &dyn TicketLimits,
     ) -> Result<Confirmation, LineupError> {
-        let mut order = self
-            .read_order(&payment.order_id)
-            .await?
-            .ok_or(LineupError::NotFound("no such order"))?
-            .into_order()?;
+        let terms = match &payment.order {
+            // The generic webhook names only the order: read it (the second request).
+            PaymentFor::Order(order_id) => match self.read_order(order_id).await? {
+                Some(item) => OrderTerms::of(&item.into_order()?),
+                None => return self.record_unknown_order(payment, order_id).await,
+            },
+            PaymentFor::Terms(terms) => terms.clone(),
+        };
         // The limit in force now counts too (set or lowered since the hold). If the queue store
         // cannot say, the order's own limit still holds: a payment never waits on Redis.
-        match limits.ticket_limit(&order.event_id).await {
-            Ok(now) => order.ticket_limit = stricter_limit(order.ticket_limit, now),
+        let limit_now = match limits.ticket_limit(&terms.event_id).await {
+            Ok(now) => stricter_limit(terms.ticket_limit, now),
             Err(error) => {
-                tracing::warn!(order = %order.order_id, error = %error, source = ?std::error::Error::source(&error), "could not read the event's ticket limit; using the order's")
+                tracing::warn!(order = %terms.order_id, error = %error, source = ?std::error::Error::source(&error), "could not read the event's ticket limit; using the order's");
+                terms.ticket_limit
             }
-        }
-        if order.amount != payment.amount || order.currency != payment.currency {
+        };
+        if terms.amount != payment.amount || terms.currency != payment.currency {
             return self
-                .record_unusable_payment(payment, &order, PaymentOutcome::AmountMismatch)
+                .record_unusable_payment(payment, &terms, PaymentOutcome::AmountMismatch)
                 .await;
         }
 
         for outcome in [PaymentOutcome::Paid, PaymentOutcome::RefundRequired] {
-            let items = self.settlement_items(payment, &order, outcome)?;
+            let items = self.settlement_items(payment, &terms, limit_now, outcome)?;
             let reasons = match transact(&self.client, items).await? {
                 TransactionOutcome::Done(()) => {
-                    tracing::info!(order = %order.order_id, event = %order.event_id, payment = %payment.payment_id, outcome = ?outcome, "payment confirmed");
-                    self.after_settlement(&order, outcome).await;
-                    return Confirmation::of(order, outcome, true);
+                    tracing::info!(order = %terms.order_id, event = %terms.event_id, payment = %payment.payment_id, outcome = ?outcome, "payment confirmed");
+                    self.after_settlement(&terms, outcome).await;
+                    return Confirmation::of(terms, outcome, true);
                 }
                 TransactionOutcome::Cancelled(reasons) => reasons,
             };
-            if let Some(seen) = self.seen_before(payment, &order, &reasons).await? {
+            if let Some(seen) = self.seen_before(payment, &terms, &reasons).await? {
                 return seen;
             }
             if reasons.get(ORDER_ITEM).is_some_and(condition_failed) {
-                // Settled by another payment: this money cannot buy it.
-                return self
-                    .record_unusable_payment(payment, &order, PaymentOutcome::OrderNotPayable)
-                    .await;
+                // Why the order refused: only now is it read (never on the way to a sale).
+                let outcome = self.why_unpayable(&terms).await?;
+                return self.record_unusable_payment(payment, &terms, outcome).await;
             }
             let too_late = outcome == PaymentOutcome::Paid
                 && reasons[TICKETS_BOUGHT_ITEM.min(reasons.len())..]
@@ -126,7 +136,7 @@ impl DynamoLedger {
             }
             // A seat is someone else's now, or the customer reached the ticket limit with
             // another order meanwhile: go round again with the refund outcome.
-            tracing::warn!(order = %order.order_id, "paid after a seat was taken or the ticket limit was reached; refund required");
+            tracing::warn!(order = %terms.order_id, "paid after a seat was taken or the ticket limit was reached; refund required");
         }
         Err(LineupError::SeatStoreReply {
             operation: "confirm",
@@ -134,12 +144,53 @@ impl DynamoLedger {
         })
     }
 
+    /// Why the order item's condition failed: no such order, terms that differ from the
+    /// payment's, or already settled.
+    async fn why_unpayable(&self, terms: &OrderTerms) -> Result<PaymentOutcome, LineupError> {
+        let Some(item) = self.read_order(&terms.order_id).await? else {
+            return Ok(PaymentOutcome::UnknownOrder);
+        };
+        let stored = OrderTerms::of(&item.into_order()?);
+        // The admission is not a condition of the transaction: compare the rest.
+        let same = OrderTerms {
+            admission_expires_at: terms.admission_expires_at,
+            ..stored
+        } == *terms;
+        Ok(if same {
+            PaymentOutcome::OrderNotPayable
+        } else {
+            tracing::warn!(order = %terms.order_id, "a signed payment's terms differ from the order's");
+            PaymentOutcome::AmountMismatch
+        })
+    }
+
+    /// A signed payment for an order that does not exist: recorded under the order id it named
+    /// (event and customer unknown), and refunded.
+    async fn record_unknown_order(
+        &self,
+        payment: &PaymentConfirmation,
+        order_id: &OrderId,
+    ) -> Result<Confirmation, LineupError> {
+        let terms = OrderTerms {
+            order_id: order_id.clone(),
+            event_id: EventId::parse(UNKNOWN).map_err(|_| unknown_id())?,
+            customer_id: CustomerId::parse(UNKNOWN).map_err(|_| unknown_id())?,
+            seat_ids: Vec::new(),
+            amount: payment.amount,
+            currency: payment.currency.clone(),
+            ticket_limit: None,
+            admission_expires_at: None,
+        };
+        self.record_unusable_payment(payment, &terms, PaymentOutcome::UnknownOrder)
+            .await
+    }
+
     /// When a cancelled transaction's idempotency or payment record already existed: the answer
     /// to give (the first one, or a refusal), `None` when neither was the cause.
     async fn seen_before(
         &self,
         payment: &PaymentConfirmation,
-        order: &Order,
+        terms: &OrderTerms,
         reasons: &[CancellationReason],
     ) -> Result<Option<Result<Confirmation, LineupError>>, LineupError> {
         if reasons.get(IDEMPOTENCY_ITEM).is_some_and(condition_failed) {
@@ -147,20 +198,21 @@ impl DynamoLedger {
                 .stored(idempotency_key(&payment.idempotency_key))
                 .await?;
             if record.request_digest != payment.request_digest {
+                self.record_key_reused(payment, terms).await?;
                 return Ok(Some(Err(PaymentRefused::IdempotencyKeyReused.into())));
             }
-            return Ok(Some(Confirmation::of(order.clone(), record.outcome, false)));
+            return Ok(Some(Confirmation::of(terms.clone(), record.outcome, false)));
         }
         if reasons.get(PAYMENT_ITEM).is_some_and(condition_failed) {
             let record: PaymentItem = self.stored(payment_key(&payment.payment_id)).await?;
-            let redelivery = record.order_id == order.order_id.as_str()
+            let redelivery = record.order_id == terms.order_id.as_str()
                 && record.amount == payment.amount
                 && record.currency == payment.currency;
             if !redelivery {
-                tracing::warn!(payment = %payment.payment_id, order = %order.order_id, first_order = %record.order_id, "a payment was presented for a second order");
+                tracing::warn!(payment = %payment.payment_id, order = %terms.order_id, first_order = %record.order_id, "a payment was presented for a second order");
                 return Ok(Some(Err(PaymentRefused::PaymentAlreadyUsed.into())));
             }
-            return Ok(Some(Confirmation::of(order.clone(), record.outcome, false)));
+            return Ok(Some(Confirmation::of(terms.clone(), record.outcome, false)));
         }
         Ok(None)
     }
@@ -170,20 +222,46 @@ impl DynamoLedger {
     async fn record_unusable_payment(
         &self,
         payment: &PaymentConfirmation,
-        order: &Order,
+        terms: &OrderTerms,
         outcome: PaymentOutcome,
     ) -> Result<Confirmation, LineupError> {
-        let mut items = self.payment_records(payment, order, outcome)?;
-        items.push(self.refund_event(payment, order, Vec::new(), payment.amount)?);
+        let mut items = self.payment_records(payment, terms, outcome)?;
+        items.push(self.refund_event(payment, terms, Vec::new(), payment.amount)?);
         match transact(&self.client, items).await? {
             TransactionOutcome::Done(()) => {
-                tracing::warn!(order = %order.order_id, payment = %payment.payment_id, outcome = ?outcome, "payment cannot buy the order; refund recorded");
-                Confirmation::of(order.clone(), outcome, true)
+                tracing::warn!(order = %terms.order_id, payment = %payment.payment_id, outcome = ?outcome, "payment cannot buy the order; refund recorded");
+                Confirmation::of(terms.clone(), outcome, true)
             }
             TransactionOutcome::Cancelled(reasons) => self
-                .seen_before(payment, order, &reasons)
+                .seen_before(payment, terms, &reasons)
                 .await?
                 .unwrap_or_else(|| Err(unexpected(&reasons))),
+        }
+    }
+
+    /// A payment presented under an idempotency key another request used: it applies to
+    /// nothing, but it is money, so its payment record and refund event are written (unless the
+    /// payment was recorded before, under its first key).
+    async fn record_key_reused(
+        &self,
+        payment: &PaymentConfirmation,
+        terms: &OrderTerms,
+    ) -> Result<(), LineupError> {
+        let mut items = self.payment_records(payment, terms, PaymentOutcome::KeyReused)?;
+        items.remove(IDEMPOTENCY_ITEM);
+        items.push(self.refund_event(payment, terms, Vec::new(), payment.amount)?);
+        match transact(&self.client, items).await? {
+            TransactionOutcome::Done(()) => {
+                tracing::warn!(order = %terms.order_id, payment = %payment.payment_id, "a payment under a reused idempotency key; refund recorded");
+                Ok(())
+            }
+            // Its payment record exists: it was recorded (and answered) under its first key.
+            TransactionOutcome::Cancelled(reasons)
+                if reasons.first().is_some_and(condition_failed) =>
+            {
+                Ok(())
+            }
+            TransactionOutcome::Cancelled(reasons) => Err(unexpected(&reasons)),
         }
     }
 
@@ -212,14 +290,14 @@ impl DynamoLedger {
     fn payment_records(
         &self,
         payment: &PaymentConfirmation,
-        order: &Order,
+        terms: &OrderTerms,
         outcome: PaymentOutcome,
     ) -> Result<Vec<TransactWriteItem>, LineupError> {
         let now = unix_millis(payment.now);
         let ttl = unix_millis(payment.now + RECORD_LIFETIME) / 1000;
         let record = IdempotencyItem {
             pk: idempotency_pk(&payment.idempotency_key),
-            order_id: order.order_id.as_str().to_owned(),
+            order_id: terms.order_id.as_str().to_owned(),
             request_digest: payment.request_digest.clone(),
             outcome,
             created_at: now,
@@ -228,7 +306,9 @@ impl DynamoLedger {
         let used = PaymentItem {
             pk: payment_pk(&payment.payment_id),
             payment_id: payment.payment_id.as_str().to_owned(),
-            order_id: order.order_id.as_str().to_owned(),
+            order_id: terms.order_id.as_str().to_owned(),
+            event_id: terms.event_id.as_str().to_owned(),
+            customer_id: terms.customer_id.as_str().to_owned(),
             amount: payment.amount,
             currency: payment.currency.clone(),
             outcome,
@@ -248,29 +328,47 @@ impl DynamoLedger {
         TransactWriteItem::builder().put(built(put.build())).build()
     }
 
-    /// Items: [idempotency, payment, order, (Paid: seats bought, seats...), outbox].
+    /// Items: [idempotency, payment, order, (Paid: seats bought, seats...), outbox]. The order's
+    /// condition checks every term the payment carries against the stored order, so terms from
+    /// a payment's metadata are never trusted alone.
     fn settlement_items(
         &self,
         payment: &PaymentConfirmation,
-        order: &Order,
+        terms: &OrderTerms,
+        limit_now: Option<u32>,
         outcome: PaymentOutcome,
     ) -> Result<Vec<TransactWriteItem>, LineupError> {
         let now = unix_millis(payment.now);
-        let mut items = self.payment_records(payment, order, outcome)?;
+        let mut items = self.payment_records(payment, terms, outcome)?;
         let status = match outcome {
             PaymentOutcome::Paid => OrderStatus::Paid,
             _ => OrderStatus::RefundRequired,
         };
 
         // The order: payable while PENDING, or lapsed/released (a late payment still counts).
-        let settle = Update::builder()
+        let mut settle = Update::builder()
             .table_name(&self.tables.orders)
-            .key("pk", order_key(&order.order_id))
-            .update_expression("SET #status = :new, payment_id = :payment, settled_at = :now REMOVE pending_shard")
-            .condition_expression(
-                "#status IN (:pending, :expired, :released) AND amount = :amount AND currency = :currency",
+            .key("pk", order_key(&terms.order_id))
+            .update_expression(
+                "SET #status = :new, payment_id = :payment, settled_at = :now REMOVE pending_shard",
             )
+            .condition_expression(format!(
+                "#status IN (:pending, :expired, :released) AND amount = :amount \
+                 AND currency = :currency AND event_id = :event AND customer_id = :customer \
+                 AND seat_ids = :seats AND {}",
+                if terms.ticket_limit.is_some() {
+                    "ticket_limit = :limit"
+                } else {
+                    "attribute_not_exists(ticket_limit)"
+                }
+            ))
             .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":event", s(terms.event_id.as_str()))
+            .expression_attribute_values(":customer", s(terms.customer_id.as_str()))
+            .expression_attribute_values(
+                ":seats",
+                AttributeValue::L(terms.seat_ids.iter().map(|seat| s(seat.as_str())).collect()),
+            )
             .expression_attribute_values(":new", s(status.as_str()))
             .expression_attribute_values(":payment", s(payment.payment_id.as_str()))
             .expression_attribute_values(":now", n(now))
@@ -279,6 +377,9 @@ impl DynamoLedger {
             .expression_attribute_values(":released", s(OrderStatus::Released.as_str()))
             .expression_attribute_values(":amount", n(payment.amount))
             .expression_attribute_values(":currency", s(&payment.currency));
+        if let Some(limit) = terms.ticket_limit {
+            settle = settle.expression_attribute_values(":limit", n(limit));
+        }
         items.push(
             TransactWriteItem::builder()
                 .update(built(settle.build()))
@@ -286,11 +387,11 @@ impl DynamoLedger {
         );
 
         if outcome == PaymentOutcome::Paid {
-            items.push(self.count_seats_bought(order));
-            for seat in &order.seat_ids {
+            items.push(self.count_seats_bought(terms, limit_now));
+            for seat in &terms.seat_ids {
                 let sell = Update::builder()
                     .table_name(&self.tables.seats)
-                    .key("pk", seat_key(&order.event_id, seat))
+                    .key("pk", seat_key(&terms.event_id, seat))
                     .update_expression(
                         "SET #status = :sold, held_by = :order REMOVE hold_expires_at",
                     )
@@ -301,33 +402,39 @@ impl DynamoLedger {
                     .expression_attribute_values(":sold", s(SeatStatus::Sold.as_str()))
                     .expression_attribute_values(":held", s(SeatStatus::Held.as_str()))
                     .expression_attribute_values(":available", s(SeatStatus::Available.as_str()))
-                    .expression_attribute_values(":order", s(order.order_id.as_str()));
+                    .expression_attribute_values(":order", s(terms.order_id.as_str()));
                 items.push(
                     TransactWriteItem::builder()
                         .update(built(sell.build()))
                         .build(),
                 );
             }
-            items.push(self.ticket_event(payment, order)?);
+            items.push(self.ticket_event(payment, terms)?);
         } else {
-            items.push(self.refund_event(payment, order, order.seat_id_strings(), order.amount)?);
+            let seats = terms
+                .seat_ids
+                .iter()
+                .map(|seat| seat.as_str().to_owned())
+                .collect();
+            items.push(self.refund_event(payment, terms, seats, terms.amount)?);
         }
         Ok(items)
     }
 
     /// Adds the order's seats to the customer's count of seats bought for the event, within
-    /// the ticket limit the order was held under (so a late payment cannot pass it either).
-    fn count_seats_bought(&self, order: &Order) -> TransactWriteItem {
-        let seats = order.seat_ids.len() as u32;
+    /// `limit` (the stricter of the order's and the event's now, so a late payment cannot pass
+    /// either).
+    fn count_seats_bought(&self, terms: &OrderTerms, limit: Option<u32>) -> TransactWriteItem {
+        let seats = terms.seat_ids.len() as u32;
         let mut add = Update::builder()
             .table_name(&self.tables.orders)
             .key(
                 "pk",
-                tickets_bought_key(&order.event_id, &order.customer_id),
+                tickets_bought_key(&terms.event_id, &terms.customer_id),
             )
             .update_expression("ADD paid_seats :seats")
             .expression_attribute_values(":seats", n(seats));
-        if let Some(limit) = order.ticket_limit {
+        if let Some(limit) = limit {
             let room = i64::from(limit) - i64::from(seats);
             // A negative room (the order alone passes the limit) fails on any count, even none.
             let condition = if room < 0 {
@@ -347,18 +454,18 @@ impl DynamoLedger {
     fn ticket_event(
         &self,
         payment: &PaymentConfirmation,
-        order: &Order,
+        terms: &OrderTerms,
     ) -> Result<TransactWriteItem, LineupError> {
         let event = OutboxEvent {
             // One ticket event per order, by construction.
-            outbox_id: format!("ticket-{}", order.order_id),
+            outbox_id: format!("ticket-{}", terms.order_id),
             kind: OutboxEventKind::TicketIssued,
-            event_id: order.event_id.as_str().to_owned(),
-            order_id: order.order_id.as_str().to_owned(),
-            customer_id: order.customer_id.as_str().to_owned(),
-            seat_ids: order.seat_id_strings(),
-            amount: order.amount,
-            currency: order.currency.clone(),
+            event_id: terms.event_id.as_str().to_owned(),
+            order_id: terms.order_id.as_str().to_owned(),
+            customer_id: terms.customer_id.as_str().to_owned(),
+            seat_ids: terms.seat_id_strings(),
+            amount: terms.amount,
+            currency: terms.currency.clone(),
             payment_id: Some(payment.payment_id.as_str().to_owned()),
             occurred_at: rfc3339(payment.now),
         };
@@ -370,16 +477,16 @@ impl DynamoLedger {
     fn refund_event(
         &self,
         payment: &PaymentConfirmation,
-        order: &Order,
+        terms: &OrderTerms,
         seat_ids: Vec<String>,
         amount: i64,
     ) -> Result<TransactWriteItem, LineupError> {
         let event = OutboxEvent {
             outbox_id: refund_outbox_id(payment),
             kind: OutboxEventKind::RefundRequired,
-            event_id: order.event_id.as_str().to_owned(),
-            order_id: order.order_id.as_str().to_owned(),
-            customer_id: order.customer_id.as_str().to_owned(),
+            event_id: terms.event_id.as_str().to_owned(),
+            order_id: terms.order_id.as_str().to_owned(),
+            customer_id: terms.customer_id.as_str().to_owned(),
             seat_ids,
             amount,
             currency: payment.currency.clone(),
@@ -406,20 +513,23 @@ impl DynamoLedger {
     /// order's, and what is left behind lapses on its own): the customer's hold lock goes, so
     /// they may hold again at once; a refunded order's seats go back on sale now rather than at
     /// the hold's lapse.
-    async fn after_settlement(&self, order: &Order, outcome: PaymentOutcome) {
+    async fn after_settlement(&self, terms: &OrderTerms, outcome: PaymentOutcome) {
         let seats = async {
             if outcome == PaymentOutcome::RefundRequired {
-                let frees = order
+                let frees = terms
                     .seat_ids
                     .iter()
-                    .map(|seat| self.free_seat(&order.event_id, seat, &order.order_id, None));
+                    .map(|seat| self.free_seat(&terms.event_id, seat, &terms.order_id, None));
                 futures::future::try_join_all(frees).await?;
             }
             Ok(())
         };
-        if let Err(error) = futures::try_join!(seats, self.free_hold_lock(order)) {
+        if let Err(error) = futures::try_join!(
+            seats,
+            self.free_hold_lock_of(&terms.event_id, &terms.customer_id, &terms.order_id)
+        ) {
             let error: LineupError = error;
-            tracing::warn!(order = %order.order_id, error = %error, source = ?std::error::Error::source(&error), "could not tidy up after a settlement; the hold lapses on its own");
+            tracing::warn!(order = %terms.order_id, error = %error, source = ?std::error::Error::source(&error), "could not tidy up after a settlement; the hold lapses on its own");
         }
     }
 }
@@ -429,6 +539,16 @@ impl DynamoLedger {
 fn refund_outbox_id(payment: &PaymentConfirmation) -> String {
     let digest = Sha256::digest(payment.payment_id.as_str().as_bytes());
     format!("refund-{}", hex::encode(&digest[..20]))
+}
+
+/// The event and customer recorded for a payment whose order does not exist.
+const UNKNOWN: &str = "unknown";
+
+fn unknown_id() -> LineupError {
+    LineupError::SeatStoreReply {
+        operation: "confirm",
+        reply: "the placeholder id is not a valid id".to_owned(),
+    }
 }
 
 fn unexpected(reasons: &[CancellationReason]) -> LineupError {

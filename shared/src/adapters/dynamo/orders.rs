@@ -5,7 +5,7 @@ use crate::adapters::dynamo::items::{from_item, hold_lock_key, n, order_key, s, 
 use crate::adapters::dynamo::{is_condition_failure, store_error, DynamoLedger};
 use crate::application::error::LineupError;
 use crate::application::ports::ledger::{Order, OrderStatus};
-use crate::domain::ids::{CustomerId, OrderId};
+use crate::domain::ids::{CustomerId, EventId, OrderId};
 
 impl DynamoLedger {
     pub(crate) async fn read_order(
@@ -27,13 +27,24 @@ impl DynamoLedger {
     /// Deletes the customer's hold lock if it is still this order's (a newer hold's lock is left
     /// alone), so the customer may hold again at once.
     pub(crate) async fn free_hold_lock(&self, order: &Order) -> Result<(), LineupError> {
+        self.free_hold_lock_of(&order.event_id, &order.customer_id, &order.order_id)
+            .await
+    }
+
+    /// The customer's hold lock for the event, removed if it is still this order's.
+    pub(crate) async fn free_hold_lock_of(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+        order: &OrderId,
+    ) -> Result<(), LineupError> {
         let deleted = self
             .client
             .delete_item()
             .table_name(&self.tables.orders)
-            .key("pk", hold_lock_key(&order.event_id, &order.customer_id))
+            .key("pk", hold_lock_key(event, customer))
             .condition_expression("order_id = :order")
-            .expression_attribute_values(":order", s(order.order_id.as_str()))
+            .expression_attribute_values(":order", s(order.as_str()))
             .send()
             .await;
         match deleted {

@@ -21,10 +21,11 @@ use sha2::{Digest, Sha256};
 
 use crate::application::error::{HoldRefused, LineupError, PaymentRefused, Store};
 use crate::application::fakes::outage::{Faulty, Outage};
+use crate::application::ports::ledger::OrderTerms;
 use crate::application::ports::ledger::{
     stricter_limit, Confirmation, HoldRequest, HoldSweeper, Order, OrderStatus,
-    PaymentConfirmation, PaymentLedger, PaymentOutcome, SeatLedger, SweepReport, TicketLimits,
-    HOLD_DURATION,
+    PaymentConfirmation, PaymentFor, PaymentLedger, PaymentOutcome, SeatLedger, SweepReport,
+    TicketLimits, HOLD_DURATION,
 };
 use crate::application::ports::outbox::{OutboxEvent, OutboxEventKind};
 use crate::application::rebuild::SeatStates;
@@ -186,11 +187,15 @@ impl LedgerTables {
 
     /// Deletes the customer's hold lock if it is still this order's.
     fn free_hold_lock(&mut self, order: &Order) {
-        let key = (order.event_id.clone(), order.customer_id.clone());
+        self.free_hold_lock_of(&order.event_id, &order.customer_id, &order.order_id);
+    }
+
+    fn free_hold_lock_of(&mut self, event: &EventId, customer: &CustomerId, order: &OrderId) {
+        let key = (event.clone(), customer.clone());
         if self
             .hold_locks
             .get(&key)
-            .is_some_and(|lock| lock.order_id == order.order_id.as_str())
+            .is_some_and(|lock| lock.order_id == order.as_str())
         {
             self.hold_locks.remove(&key);
         }
@@ -648,15 +653,15 @@ fn refund_outbox_id(payment: &PaymentConfirmation) -> String {
     format!("refund-{}", hex::encode(&digest[..20]))
 }
 
-fn ticket_outbox_id(order: &Order) -> String {
-    format!("ticket-{}", order.order_id)
+fn ticket_outbox_id(terms: &OrderTerms) -> String {
+    format!("ticket-{}", terms.order_id)
 }
 
 fn outbox_event(
     kind: OutboxEventKind,
     outbox_id: String,
     payment: &PaymentConfirmation,
-    order: &Order,
+    terms: &OrderTerms,
     seat_ids: Vec<String>,
     amount: i64,
     currency: &str,
@@ -664,14 +669,28 @@ fn outbox_event(
     OutboxEvent {
         outbox_id,
         kind,
-        event_id: order.event_id.as_str().to_owned(),
-        order_id: order.order_id.as_str().to_owned(),
-        customer_id: order.customer_id.as_str().to_owned(),
+        event_id: terms.event_id.as_str().to_owned(),
+        order_id: terms.order_id.as_str().to_owned(),
+        customer_id: terms.customer_id.as_str().to_owned(),
         seat_ids,
         amount,
         currency: currency.to_owned(),
         payment_id: Some(payment.payment_id.as_str().to_owned()),
         occurred_at: rfc3339(payment.now),
+    }
+}
+
+/// The terms recorded for a payment whose order does not exist (as the adapter writes them).
+fn unknown_order_terms(payment: &PaymentConfirmation, order_id: &OrderId) -> OrderTerms {
+    OrderTerms {
+        order_id: order_id.clone(),
+        event_id: EventId::parse("unknown").expect("a valid id"),
+        customer_id: CustomerId::parse("unknown").expect("a valid id"),
+        seat_ids: Vec::new(),
+        amount: payment.amount,
+        currency: payment.currency.clone(),
+        ticket_limit: None,
+        admission_expires_at: None,
     }
 }
 
@@ -684,24 +703,16 @@ impl LedgerTables {
         )
     }
 
-    fn write_payment_records(
+    fn write_payment_record(
         &mut self,
         payment: &PaymentConfirmation,
-        order: &Order,
+        terms: &OrderTerms,
         outcome: PaymentOutcome,
     ) {
-        self.idempotency.insert(
-            payment.idempotency_key.clone(),
-            IdempotencyRecord {
-                order_id: order.order_id.as_str().to_owned(),
-                request_digest: payment.request_digest.clone(),
-                outcome,
-            },
-        );
         self.payments.insert(
             payment.payment_id.as_str().to_owned(),
             PaymentRecord {
-                order_id: order.order_id.as_str().to_owned(),
+                order_id: terms.order_id.as_str().to_owned(),
                 amount: payment.amount,
                 currency: payment.currency.clone(),
                 outcome,
@@ -709,33 +720,65 @@ impl LedgerTables {
         );
     }
 
+    fn write_payment_records(
+        &mut self,
+        payment: &PaymentConfirmation,
+        terms: &OrderTerms,
+        outcome: PaymentOutcome,
+    ) {
+        self.idempotency.insert(
+            payment.idempotency_key.clone(),
+            IdempotencyRecord {
+                order_id: terms.order_id.as_str().to_owned(),
+                request_digest: payment.request_digest.clone(),
+                outcome,
+            },
+        );
+        self.write_payment_record(payment, terms, outcome);
+    }
+
+    /// The stored order's terms match these (the admission is not a condition).
+    fn terms_match(&self, terms: &OrderTerms) -> Option<bool> {
+        let stored = self.orders.get(terms.order_id.as_str())?;
+        let stored = OrderTerms::of(&stored.order);
+        Some(
+            OrderTerms {
+                admission_expires_at: terms.admission_expires_at,
+                ..stored
+            } == *terms,
+        )
+    }
+
     /// A settlement's conditions (`settlement_items`), item by item.
     fn settlement_reasons(
         &self,
         payment: &PaymentConfirmation,
-        order: &Order,
+        terms: &OrderTerms,
+        limit_now: Option<u32>,
         outcome: PaymentOutcome,
     ) -> Reasons {
         let (idempotency, used) = self.payment_records_exist(payment);
-        // Payable while PENDING, or lapsed/released (a late payment still counts).
+        // Payable while PENDING, or lapsed/released (a late payment still counts), and every
+        // term as stored.
         let payable = self
             .orders
-            .get(order.order_id.as_str())
+            .get(terms.order_id.as_str())
             .is_some_and(|stored| {
                 matches!(
                     stored.order.status,
                     OrderStatus::Pending | OrderStatus::Expired | OrderStatus::Released
                 ) && stored.order.amount == payment.amount
                     && stored.order.currency == payment.currency
-            });
+            })
+            && self.terms_match(terms) == Some(true);
         let rest = match outcome {
             PaymentOutcome::Paid => {
-                let seats = order.seat_ids.len() as u32;
+                let seats = terms.seat_ids.len() as u32;
                 let paid = self
                     .paid_seats
-                    .get(&(order.event_id.clone(), order.customer_id.clone()))
+                    .get(&(terms.event_id.clone(), terms.customer_id.clone()))
                     .copied();
-                let within_limit = order.ticket_limit.is_none_or(|limit| {
+                let within_limit = limit_now.is_none_or(|limit| {
                     let room = i64::from(limit) - i64::from(seats);
                     // A negative room fails on any count, even none.
                     match paid {
@@ -743,16 +786,16 @@ impl LedgerTables {
                         Some(paid) => i64::from(paid) <= room,
                     }
                 });
-                let seats_sellable = order.seat_ids.iter().all(|seat| {
+                let seats_sellable = terms.seat_ids.iter().all(|seat| {
                     self.seats
-                        .get(&(order.event_id.clone(), seat.clone()))
+                        .get(&(terms.event_id.clone(), seat.clone()))
                         .is_some_and(|stored| {
                             (stored.status == SeatStatus::Held
-                                && stored.held_by.as_deref() == Some(order.order_id.as_str()))
+                                && stored.held_by.as_deref() == Some(terms.order_id.as_str()))
                                 || stored.status == SeatStatus::Available
                         })
                 });
-                !within_limit || !seats_sellable || self.has_outbox(&ticket_outbox_id(order))
+                !within_limit || !seats_sellable || self.has_outbox(&ticket_outbox_id(terms))
             }
             _ => self.has_outbox(&refund_outbox_id(payment)),
         };
@@ -765,12 +808,17 @@ impl LedgerTables {
     }
 
     /// Writes a settlement whose conditions all passed, then tidies up (`after_settlement`).
-    fn settle(&mut self, payment: &PaymentConfirmation, order: &Order, outcome: PaymentOutcome) {
+    fn settle(
+        &mut self,
+        payment: &PaymentConfirmation,
+        terms: &OrderTerms,
+        outcome: PaymentOutcome,
+    ) {
         let now = unix_millis(payment.now);
-        self.write_payment_records(payment, order, outcome);
+        self.write_payment_records(payment, terms, outcome);
         let stored = self
             .orders
-            .get_mut(order.order_id.as_str())
+            .get_mut(terms.order_id.as_str())
             .expect("its condition passed: it is stored");
         stored.order.status = match outcome {
             PaymentOutcome::Paid => OrderStatus::Paid,
@@ -781,69 +829,82 @@ impl LedgerTables {
         if outcome == PaymentOutcome::Paid {
             *self
                 .paid_seats
-                .entry((order.event_id.clone(), order.customer_id.clone()))
-                .or_default() += order.seat_ids.len() as u32;
-            for seat in &order.seat_ids {
+                .entry((terms.event_id.clone(), terms.customer_id.clone()))
+                .or_default() += terms.seat_ids.len() as u32;
+            for seat in &terms.seat_ids {
                 let stored = self
                     .seats
-                    .get_mut(&(order.event_id.clone(), seat.clone()))
+                    .get_mut(&(terms.event_id.clone(), seat.clone()))
                     .expect("its condition passed: it is stored");
                 stored.status = SeatStatus::Sold;
-                stored.held_by = Some(order.order_id.as_str().to_owned());
+                stored.held_by = Some(terms.order_id.as_str().to_owned());
                 stored.hold_expires_at_ms = None;
             }
             self.outbox.push(outbox_event(
                 OutboxEventKind::TicketIssued,
-                ticket_outbox_id(order),
+                ticket_outbox_id(terms),
                 payment,
-                order,
-                order.seat_id_strings(),
-                order.amount,
-                &order.currency,
+                terms,
+                terms.seat_id_strings(),
+                terms.amount,
+                &terms.currency,
             ));
         } else {
             self.outbox.push(outbox_event(
                 OutboxEventKind::RefundRequired,
                 refund_outbox_id(payment),
                 payment,
-                order,
-                order.seat_id_strings(),
-                order.amount,
+                terms,
+                terms.seat_id_strings(),
+                terms.amount,
                 &payment.currency,
             ));
         }
         // The tidying: the hold lock goes; a refunded order's seats go back on sale now.
         if outcome == PaymentOutcome::RefundRequired {
-            for seat in &order.seat_ids {
-                self.free_seat(&order.event_id, seat, &order.order_id, None);
+            for seat in &terms.seat_ids {
+                self.free_seat(&terms.event_id, seat, &terms.order_id, None);
             }
         }
-        self.free_hold_lock(order);
+        self.free_hold_lock_of(&terms.event_id, &terms.customer_id, &terms.order_id);
     }
 
-    /// When the idempotency or payment record already existed: the first answer, or a refusal.
+    /// When the idempotency or payment record already existed: the first answer, or a refusal
+    /// (a reused key with a new payment records that payment for a refund first).
     fn seen_before(
-        &self,
+        &mut self,
         payment: &PaymentConfirmation,
-        order: &Order,
+        terms: &OrderTerms,
         reasons: &Reasons,
     ) -> Option<Result<Confirmation, LineupError>> {
         if reasons.idempotency {
             let record = &self.idempotency[&payment.idempotency_key];
             if record.request_digest != payment.request_digest {
+                if !self.payments.contains_key(payment.payment_id.as_str()) {
+                    self.write_payment_record(payment, terms, PaymentOutcome::KeyReused);
+                    self.outbox.push(outbox_event(
+                        OutboxEventKind::RefundRequired,
+                        refund_outbox_id(payment),
+                        payment,
+                        terms,
+                        Vec::new(),
+                        payment.amount,
+                        &payment.currency,
+                    ));
+                }
                 return Some(Err(PaymentRefused::IdempotencyKeyReused.into()));
             }
-            return Some(Confirmation::of(order.clone(), record.outcome, false));
+            return Some(Confirmation::of(terms.clone(), record.outcome, false));
         }
         if reasons.payment {
             let record = &self.payments[payment.payment_id.as_str()];
-            let redelivery = record.order_id == order.order_id.as_str()
+            let redelivery = record.order_id == terms.order_id.as_str()
                 && record.amount == payment.amount
                 && record.currency == payment.currency;
             if !redelivery {
                 return Some(Err(PaymentRefused::PaymentAlreadyUsed.into()));
             }
-            return Some(Confirmation::of(order.clone(), record.outcome, false));
+            return Some(Confirmation::of(terms.clone(), record.outcome, false));
         }
         None
     }
@@ -852,7 +913,7 @@ impl LedgerTables {
     fn record_unusable_payment(
         &mut self,
         payment: &PaymentConfirmation,
-        order: &Order,
+        terms: &OrderTerms,
         outcome: PaymentOutcome,
     ) -> Result<Confirmation, LineupError> {
         let (idempotency, used) = self.payment_records_exist(payment);
@@ -863,19 +924,19 @@ impl LedgerTables {
             rest: self.has_outbox(&refund_outbox_id(payment)),
         };
         if !reasons.any() {
-            self.write_payment_records(payment, order, outcome);
+            self.write_payment_records(payment, terms, outcome);
             self.outbox.push(outbox_event(
                 OutboxEventKind::RefundRequired,
                 refund_outbox_id(payment),
                 payment,
-                order,
+                terms,
                 Vec::new(),
                 payment.amount,
                 &payment.currency,
             ));
-            return Confirmation::of(order.clone(), outcome, true);
+            return Confirmation::of(terms.clone(), outcome, true);
         }
-        self.seen_before(payment, order, &reasons)
+        self.seen_before(payment, terms, &reasons)
             .unwrap_or_else(|| {
                 Err(LineupError::SeatStoreReply {
                     operation: "confirm",
@@ -884,30 +945,32 @@ impl LedgerTables {
             })
     }
 
-    /// `confirm_payment` from the amount check on (the order read, the limit applied).
+    /// `confirm_payment` from the amount check on (the terms known, the limit applied).
     fn confirm(
         &mut self,
         payment: &PaymentConfirmation,
-        order: Order,
+        terms: OrderTerms,
+        limit_now: Option<u32>,
     ) -> Result<Confirmation, LineupError> {
-        if order.amount != payment.amount || order.currency != payment.currency {
-            return self.record_unusable_payment(payment, &order, PaymentOutcome::AmountMismatch);
+        if terms.amount != payment.amount || terms.currency != payment.currency {
+            return self.record_unusable_payment(payment, &terms, PaymentOutcome::AmountMismatch);
         }
         for outcome in [PaymentOutcome::Paid, PaymentOutcome::RefundRequired] {
-            let reasons = self.settlement_reasons(payment, &order, outcome);
+            let reasons = self.settlement_reasons(payment, &terms, limit_now, outcome);
             if !reasons.any() {
-                self.settle(payment, &order, outcome);
-                return Confirmation::of(order, outcome, true);
+                self.settle(payment, &terms, outcome);
+                return Confirmation::of(terms, outcome, true);
             }
-            if let Some(seen) = self.seen_before(payment, &order, &reasons) {
+            if let Some(seen) = self.seen_before(payment, &terms, &reasons) {
                 return seen;
             }
             if reasons.order {
-                return self.record_unusable_payment(
-                    payment,
-                    &order,
-                    PaymentOutcome::OrderNotPayable,
-                );
+                let outcome = match self.terms_match(&terms) {
+                    None => PaymentOutcome::UnknownOrder,
+                    Some(true) => PaymentOutcome::OrderNotPayable,
+                    Some(false) => PaymentOutcome::AmountMismatch,
+                };
+                return self.record_unusable_payment(payment, &terms, outcome);
             }
             let too_late = outcome == PaymentOutcome::Paid && reasons.rest;
             if !too_late {
@@ -931,21 +994,36 @@ impl PaymentLedger for MemoryLedger {
         payment: &PaymentConfirmation,
         limits: &dyn TicketLimits,
     ) -> Result<Confirmation, LineupError> {
-        let mut order = {
-            let state = self.enter("confirm")?;
-            state
-                .tables
-                .read_order(&payment.order_id)?
-                .ok_or(LineupError::NotFound("no such order"))?
+        let terms = match &payment.order {
+            PaymentFor::Order(order_id) => {
+                let state = self.enter("confirm")?;
+                match state.tables.read_order(order_id)? {
+                    Some(order) => OrderTerms::of(&order),
+                    None => {
+                        drop(state);
+                        let terms = unknown_order_terms(payment, order_id);
+                        return self.lock().tables.record_unusable_payment(
+                            payment,
+                            &terms,
+                            PaymentOutcome::UnknownOrder,
+                        );
+                    }
+                }
+            }
+            PaymentFor::Terms(terms) => {
+                drop(self.enter("confirm")?);
+                terms.clone()
+            }
         };
         // The limit in force now counts too; if it cannot be read, the order's own limit holds.
-        match limits.ticket_limit(&order.event_id).await {
-            Ok(now) => order.ticket_limit = stricter_limit(order.ticket_limit, now),
+        let limit_now = match limits.ticket_limit(&terms.event_id).await {
+            Ok(now) => stricter_limit(terms.ticket_limit, now),
             Err(error) => {
-                tracing::warn!(order = %order.order_id, error = %error, "could not read the event's ticket limit; using the order's")
+                tracing::warn!(order = %terms.order_id, error = %error, "could not read the event's ticket limit; using the order's");
+                terms.ticket_limit
             }
-        }
-        self.lock().tables.confirm(payment, order)
+        };
+        self.lock().tables.confirm(payment, terms, limit_now)
     }
 }
 

@@ -83,6 +83,54 @@ impl Order {
     }
 }
 
+/// The order a payment is for, as Lineup writes it into the payment's metadata when it creates
+/// the payment, and as the provider gives it back (signed) in its webhook: everything the
+/// settlement transaction needs, so a sale is one DynamoDB request. The transaction checks each
+/// field against the stored order; the metadata is never trusted alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderTerms {
+    /// The order.
+    pub order_id: OrderId,
+    /// Its event.
+    pub event_id: EventId,
+    /// Its customer.
+    pub customer_id: CustomerId,
+    /// Its seats, in the order's order.
+    pub seat_ids: Vec<SeatId>,
+    /// Its price, in minor units of `currency` (ISO 4217).
+    pub amount: i64,
+    /// Its three-letter currency code, upper case.
+    pub currency: String,
+    /// The ticket limit its seats were held under.
+    pub ticket_limit: Option<u32>,
+    /// The end of the admission the seats were held under (paying ends that admission).
+    pub admission_expires_at: Option<SystemTime>,
+}
+
+impl OrderTerms {
+    /// The terms of a stored order.
+    pub fn of(order: &Order) -> Self {
+        Self {
+            order_id: order.order_id.clone(),
+            event_id: order.event_id.clone(),
+            customer_id: order.customer_id.clone(),
+            seat_ids: order.seat_ids.clone(),
+            amount: order.amount,
+            currency: order.currency.clone(),
+            ticket_limit: order.ticket_limit,
+            admission_expires_at: order.admission_expires_at,
+        }
+    }
+
+    /// The seat ids as plain strings, as outbox events carry them.
+    pub fn seat_id_strings(&self) -> Vec<String> {
+        self.seat_ids
+            .iter()
+            .map(|seat| seat.as_str().to_owned())
+            .collect()
+    }
+}
+
 /// What the hold function asks for, already validated (1–4 distinct seats, prices known).
 #[derive(Debug, Clone)]
 pub struct HoldRequest {
@@ -101,11 +149,33 @@ pub struct HoldRequest {
     pub now: SystemTime,
 }
 
+/// Which order a payment is for, and how much of it the payment itself says.
+#[derive(Debug, Clone)]
+pub enum PaymentFor {
+    /// Only the order's id (the generic webhook): the ledger reads the order first (a second
+    /// DynamoDB request).
+    Order(OrderId),
+    /// The order's terms as the provider's signed payment carries them (Stripe's metadata): the
+    /// sale is one DynamoDB request, its transaction checking every term against the stored
+    /// order.
+    Terms(OrderTerms),
+}
+
+impl PaymentFor {
+    /// The order's id.
+    pub fn order_id(&self) -> &OrderId {
+        match self {
+            Self::Order(order_id) => order_id,
+            Self::Terms(terms) => &terms.order_id,
+        }
+    }
+}
+
 /// The payment provider's word that an order was paid, with the request's idempotency key.
 #[derive(Debug, Clone)]
 pub struct PaymentConfirmation {
-    /// The order in the webhook's path (the signed body must name the same one).
-    pub order_id: OrderId,
+    /// The order paid for.
+    pub order: PaymentFor,
     /// The request's `Idempotency-Key` header: a retry with it gets the first answer.
     pub idempotency_key: String,
     /// A digest of the request (order and body): the same key with another request is refused.
@@ -142,8 +212,13 @@ pub enum PaymentOutcome {
     RefundRequired,
     /// The order had already been settled by another payment: this one is to be refunded.
     OrderNotPayable,
-    /// The amount or currency did not match the order: to be refunded.
+    /// The amount or currency (or, for a payment that carries them, the order's other terms)
+    /// did not match the order: to be refunded.
     AmountMismatch,
+    /// No such order: to be refunded.
+    UnknownOrder,
+    /// The idempotency key came before with another payment: this one is refused, and refunded.
+    KeyReused,
 }
 
 /// What one expiry sweep did.
@@ -174,12 +249,12 @@ pub trait SeatLedger: Send + Sync {
     async fn release(&self, order: &Order) -> Result<(), LineupError>;
 }
 
-/// What a confirmation did: the order as read, the answer, and whether this request settled it
+/// What a confirmation did: the order's terms, the answer, and whether this request settled it
 /// (a replay or redelivery gets the first answer, `settled_now` false).
 #[derive(Debug, Clone)]
 pub struct Confirmation {
-    /// The order as read before the payment was applied.
-    pub order: Order,
+    /// The order's terms the payment was applied with.
+    pub terms: OrderTerms,
     /// The answer to the provider (the stored one, on a replay).
     pub answer: ConfirmAnswer,
     /// `true` only for the request that settled the order (only then does a PAID answer end the
@@ -189,9 +264,11 @@ pub struct Confirmation {
 
 impl Confirmation {
     /// The answer to the provider for an outcome, whoever stored it: 200 with the order's
-    /// status, or the refusal (409 `order_not_payable`, 422 `payment_mismatch`).
+    /// status, or the refusal (404 `not_found`, 409 `order_not_payable` or
+    /// `idempotency_key_reused`, 422 `payment_mismatch`). Every refusal of a signed payment has
+    /// recorded it for a refund.
     pub fn of(
-        order: Order,
+        terms: OrderTerms,
         outcome: PaymentOutcome,
         settled_now: bool,
     ) -> Result<Self, LineupError> {
@@ -199,19 +276,24 @@ impl Confirmation {
             PaymentOutcome::Paid => OrderStatus::Paid,
             PaymentOutcome::RefundRequired => OrderStatus::RefundRequired,
             PaymentOutcome::OrderNotPayable => return Err(PaymentRefused::OrderNotPayable.into()),
+            PaymentOutcome::UnknownOrder => {
+                return Err(LineupError::NotFound(
+                    "no such order; this payment will be refunded",
+                ))
+            }
+            PaymentOutcome::KeyReused => return Err(PaymentRefused::IdempotencyKeyReused.into()),
             PaymentOutcome::AmountMismatch => {
-                return Err(LineupError::PaymentMismatch(format!(
-                    "the order is {} {}; this payment will be refunded",
-                    order.amount, order.currency
-                )))
+                return Err(LineupError::PaymentMismatch(
+                    "the payment does not match the order; it will be refunded".to_owned(),
+                ))
             }
         };
         let answer = ConfirmAnswer {
-            order_id: order.order_id.as_str().to_owned(),
+            order_id: terms.order_id.as_str().to_owned(),
             status,
         };
         Ok(Self {
-            order,
+            terms,
             answer,
             settled_now,
         })

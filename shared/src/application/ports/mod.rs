@@ -6,11 +6,13 @@
 //! - [`event_records`]: an event's durable record: settings, cursor, audit, layout, draw.
 //! - [`availability`]: the public seat map, a bitset per event.
 //! - [`outbox`]: the outbox event and the publisher of ticket messages.
+//! - [`payments`]: the payment provider (Stripe): payments for orders, cancels, refunds.
 //! - [`secrets`]: fetching a secret's current and previous versions.
 
 pub mod availability;
 pub mod event_records;
 pub mod ledger;
 pub mod outbox;
+pub mod payments;
 pub mod queue;
 pub mod secrets;

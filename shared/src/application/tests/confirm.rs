@@ -195,18 +195,38 @@ async fn a_repeated_webhook_gets_the_first_answer_and_changes_nothing() {
 }
 
 #[tokio::test]
-async fn the_same_key_with_another_request_is_409() {
+async fn the_same_key_with_another_payment_is_409_and_that_payment_is_recorded_for_a_refund() {
     let (sale, _, order_id, amount) = held(&["F1-1"]).await;
     pay(&sale, &order_id, "evt_1", "pay_1", amount).await;
     let before = sale.ledger.snapshot();
 
     let reused = pay(&sale, &order_id, "evt_1", "pay_2", amount).await;
+    let again = pay(&sale, &order_id, "evt_1", "pay_2", amount).await;
 
+    for answer in [&reused, &again] {
+        assert_eq!(
+            refusal(answer),
+            (StatusCode::CONFLICT, "idempotency_key_reused".to_owned())
+        );
+    }
+    // The sale is untouched; the second payment is money, recorded once and to be refunded.
+    let after = sale.ledger.snapshot();
+    assert_eq!(after.orders, before.orders);
+    assert_eq!(after.seats, before.seats);
+    assert_eq!(after.idempotency, before.idempotency);
     assert_eq!(
-        refusal(&reused),
-        (StatusCode::CONFLICT, "idempotency_key_reused".to_owned())
+        sale.ledger.payments()["pay_2"].outcome,
+        PaymentOutcome::KeyReused
     );
-    assert_eq!(sale.ledger.snapshot(), before);
+    let refunds: Vec<_> = sale
+        .ledger
+        .outbox()
+        .into_iter()
+        .filter(|event| event.kind == OutboxEventKind::RefundRequired)
+        .collect();
+    assert_eq!(refunds.len(), 1, "{refunds:?}");
+    assert_eq!(refunds[0].payment_id.as_deref(), Some("pay_2"));
+    assert_eq!(refunds[0].amount, amount);
 }
 
 #[tokio::test]
@@ -584,11 +604,23 @@ async fn malformed_webhooks_are_400_and_an_unknown_order_404() {
     }
     assert_eq!(sale.ledger.calls("confirm"), 0);
 
+    // A signed payment for an order that does not exist is money all the same: 404, recorded
+    // once, and to be refunded in full.
     let missing = pay(&sale, unknown, "evt_1", "pay_1", amount).await;
+    let again = pay(&sale, unknown, "evt_1", "pay_1", amount).await;
+    for answer in [&missing, &again] {
+        assert_eq!(
+            refusal(answer),
+            (StatusCode::NOT_FOUND, "not_found".to_owned())
+        );
+    }
     assert_eq!(
-        refusal(&missing),
-        (StatusCode::NOT_FOUND, "not_found".to_owned())
+        sale.ledger.payments()["pay_1"].outcome,
+        PaymentOutcome::UnknownOrder
     );
-    assert!(sale.ledger.payments().is_empty());
-    assert!(sale.ledger.outbox().is_empty());
+    let outbox = sale.ledger.outbox();
+    assert_eq!(outbox.len(), 1, "{outbox:?}");
+    assert_eq!(outbox[0].kind, OutboxEventKind::RefundRequired);
+    assert_eq!(outbox[0].order_id, unknown);
+    assert_eq!(outbox[0].amount, amount);
 }
