@@ -100,6 +100,22 @@ sys.exit(m.version('schemathesis') != '$SCHEMATHESIS_VERSION')" 2>/dev/null; the
   "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 }
 
+# localstripe (a Stripe API stand-in: PaymentIntents, refunds, webhooks) in a venv of its own,
+# $LOCAL_DIR/localstripe: its dependencies (aiohttp, python-dateutil, unpinned) must not move
+# the ones moto[server] is pinned with. Installed once, and again only when the pin changes.
+LOCALSTRIPE_VERSION="1.15.10"
+ensure_localstripe() {
+  local venv="$LOCAL_DIR/localstripe"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import importlib.metadata as m, sys
+sys.exit(m.version('localstripe') != '$LOCALSTRIPE_VERSION')" 2>/dev/null; then
+    return
+  fi
+  echo "==> creating $venv with localstripe==$LOCALSTRIPE_VERSION"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "localstripe==$LOCALSTRIPE_VERSION"
+}
+
 # start_moto PORT: moto behind scripts/moto_server.py, which serialises DynamoDB requests
 # (stock moto oversells under concurrency; see that file). Exports what the AWS SDK needs.
 start_moto() {
@@ -121,6 +137,32 @@ start_moto() {
     sleep 0.2
   done
   echo "error: moto did not start; see $LOCAL_DIR/moto-$MOTO_PORT.log" >&2
+  exit 1
+}
+
+# start_localstripe PORT: localstripe behind scripts/localstripe_server.py, which binds 127.0.0.1
+# only (localstripe itself binds every interface) and keeps its store in memory (localstripe
+# itself writes one shared /tmp file), so every run starts empty. Exports STRIPE_API_BASE.
+start_localstripe() {
+  LOCALSTRIPE_PORT="$1"
+  if curl -s -o /dev/null "http://127.0.0.1:$LOCALSTRIPE_PORT/"; then
+    echo "error: something already answers on 127.0.0.1:$LOCALSTRIPE_PORT; set another port" >&2
+    exit 1
+  fi
+  echo "==> starting localstripe on 127.0.0.1:$LOCALSTRIPE_PORT"
+  "$LOCAL_DIR/localstripe/bin/python" scripts/localstripe_server.py --port "$LOCALSTRIPE_PORT" \
+    >"$LOCAL_DIR/localstripe-$LOCALSTRIPE_PORT.log" 2>&1 &
+  STARTED_PIDS+=($!)
+  for _ in $(seq 1 100); do
+    # Its Stripe.js stand-in: the one GET that needs no key and changes nothing (GET
+    # /v1/balance, say, creates a balance and sends a webhook).
+    if curl -sf -o /dev/null "http://127.0.0.1:$LOCALSTRIPE_PORT/js.stripe.com/v3/"; then
+      export STRIPE_API_BASE="http://127.0.0.1:$LOCALSTRIPE_PORT"
+      return
+    fi
+    sleep 0.1
+  done
+  echo "error: localstripe did not start; see $LOCAL_DIR/localstripe-$LOCALSTRIPE_PORT.log" >&2
   exit 1
 }
 

@@ -75,6 +75,8 @@ pub enum Store {
     TicketQueue,
     /// The secrets store (Secrets Manager).
     Secrets,
+    /// The payment provider's API (Stripe).
+    PaymentProvider,
 }
 
 impl std::fmt::Display for Store {
@@ -84,6 +86,7 @@ impl std::fmt::Display for Store {
             Self::Seats => "seat store",
             Self::TicketQueue => "ticket queue",
             Self::Secrets => "secrets store",
+            Self::PaymentProvider => "payment provider",
         })
     }
 }
