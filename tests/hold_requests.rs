@@ -207,16 +207,6 @@ async fn bad_hold_and_webhook_requests_get_their_4xx_and_change_nothing() {
             "invalid_body",
         ),
         (
-            "unknown order",
-            sale.confirm_request(
-                "7d5c9a8e-1f0b-4a3c-9e2d-6b8a7c5d4e3f",
-                &unique("key"),
-                &payment_body("7d5c9a8e-1f0b-4a3c-9e2d-6b8a7c5d4e3f", "pay_1", 12_000),
-            ),
-            StatusCode::NOT_FOUND,
-            "not_found",
-        ),
-        (
             "malformed order id",
             sale.confirm_request("nope", &unique("key"), &payment),
             StatusCode::BAD_REQUEST,
@@ -265,6 +255,38 @@ async fn bad_hold_and_webhook_requests_get_their_4xx_and_change_nothing() {
             "{name} changed what is stored"
         );
     }
+    // A signed payment for an order that does not exist is a 404 that changes no order or seat,
+    // but it is money: its payment record and a refund_required event are written.
+    let unknown = "7d5c9a8e-1f0b-4a3c-9e2d-6b8a7c5d4e3f";
+    let response = confirm::handle(
+        &sale.confirm_api,
+        sale.confirm_request(
+            unknown,
+            &unique("key"),
+            &payment_body(unknown, "pay_unknown", 12_000),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (response.status(), error_code(&response).as_str()),
+        (StatusCode::NOT_FOUND, "not_found")
+    );
+    let after = sale.snapshot().await;
+    assert_eq!(after["seats"], before["seats"]);
+    let refunds: Vec<&Value> = after["outbox"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["type"] == "refund_required")
+        .collect();
+    assert_eq!(refunds.len(), 1, "{refunds:?}");
+    assert_eq!(
+        (
+            refunds[0]["orderId"].as_str(),
+            refunds[0]["paymentId"].as_str()
+        ),
+        (Some(unknown), Some("pay_unknown"))
+    );
     assert!(
         sale.is_admitted(&alice).await && sale.is_admitted(&bob).await,
         "nobody lost their admission"

@@ -1,4 +1,5 @@
-//! `POST /orders/{orderId}/confirm`: the payment provider's webhook. No JWT: the request is
+//! `POST /orders/{orderId}/confirm`: the generic payment webhook, for providers without an
+//! adapter (Stripe's has its own route, on the same settlement). No JWT: the request is
 //! authenticated by its HMAC signature (`Lineup-Signature`), and made safe to repeat by its
 //! `Idempotency-Key` and its `paymentId`: the first answer is stored and returned to every
 //! repetition.
@@ -9,21 +10,17 @@
 //! another order's URL is refused. Every refusal is counted by reason (`WebhookRefusals`), so a
 //! flood of forged signatures raises an alarm.
 
-use std::sync::Arc;
-
 use http::StatusCode;
-use lambda_http::{Body, Request, Response};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::application::error::{LineupError, PaymentRefused};
 use crate::application::http::{request, response};
-use crate::application::ports::ledger::{
-    OrderStatus, PaymentConfirmation, PaymentFor, PaymentLedger, TicketLimits,
-};
-use crate::application::ports::queue::AdmissionRegistry;
-use crate::application::rotating::WebhookSecrets;
-use crate::domain::clock::Clock;
+use crate::application::ports::ledger::{OrderStatus, PaymentConfirmation, PaymentFor};
+use crate::application::settlement::end_admission_after_sale;
+pub use crate::application::settlement::ConfirmApi;
 use crate::domain::ids::{OrderId, PaymentId};
 use crate::domain::webhook_signature;
 
@@ -31,21 +28,6 @@ use crate::domain::webhook_signature;
 pub const SIGNATURE_HEADER: &str = "lineup-signature";
 /// The header carrying the provider's idempotency key, lowercase.
 pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
-
-/// What the `confirm` function's handler works with.
-#[derive(Clone)]
-pub struct ConfirmApi {
-    /// Settles the order, once per payment and idempotency key (DynamoDB).
-    pub ledger: Arc<dyn PaymentLedger>,
-    /// Ends the admission a paid hold was made under, freeing its slot (Redis).
-    pub admissions: Arc<dyn AdmissionRegistry>,
-    /// The events' ticket limits now (the queue store's settings).
-    pub limits: Arc<dyn TicketLimits>,
-    /// The webhook secret's versions in force, to check the signature.
-    pub secret: WebhookSecrets,
-    /// The time the signature's timestamp is checked against and the payment is recorded at.
-    pub clock: Arc<dyn Clock>,
-}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -57,8 +39,16 @@ struct PaymentBody {
 }
 
 /// Answers one webhook request (errors as their HTTP answer), counting client-error refusals
-/// as `WebhookRefusals` by reason.
+/// as `WebhookRefusals` by reason: Stripe's (`POST /webhooks/stripe`, in
+/// [`crate::application::stripe_webhook`]) or the generic one.
 pub async fn handle(api: &ConfirmApi, request: Request) -> Response<Body> {
+    let route_key = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.route_key.as_deref(),
+        _ => None,
+    };
+    if route_key == Some("POST /webhooks/stripe") {
+        return crate::application::stripe_webhook::handle(api, request).await;
+    }
     let result = confirm(api, &request).await;
     if let Err(refusal) = &result {
         if refusal.status().is_client_error() {
@@ -146,22 +136,6 @@ async fn confirm(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
         &[("Confirms", 1.0, crate::application::metrics::Unit::Count)],
     );
 
-    // The customer is done shopping under the admission the seats were held with: free that
-    // slot for the next in the queue now. Only when this request settled the order (a replay
-    // must not end a newer admission), and only that admission (never a newer one, nor a place
-    // in the queue after joining again). If Redis is briefly unreachable the slot simply lapses
-    // at its expiry; the sale stands.
-    let admission = order
-        .admission_expires_at
-        .filter(|_| confirmed.settled_now && answer.status == OrderStatus::Paid);
-    if let Some(expires_at) = admission {
-        if let Err(error) = api
-            .admissions
-            .end_admission(&order.event_id, &order.customer_id, expires_at)
-            .await
-        {
-            tracing::warn!(order = %order.order_id, error = %error, source = ?std::error::Error::source(&error), "could not end the admission; it will lapse");
-        }
-    }
+    end_admission_after_sale(api.admissions.as_ref(), &confirmed).await;
     Ok(response::json(StatusCode::OK, answer, None))
 }

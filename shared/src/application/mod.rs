@@ -5,7 +5,8 @@
 //! - [`join`] and [`poll`]: joining the queue and claiming an admission, over [`queue_api`].
 //! - [`admit`]: the scheduled admission loop.
 //! - [`hold`]: the seat map, holds, releases and order status.
-//! - [`confirm`]: the payment webhook, settling an order exactly once.
+//! - [`confirm`]: the payment webhooks, settling an order exactly once: the generic one, and
+//!   Stripe's ([`stripe_webhook`]).
 //! - [`expire`]: the scheduled sweep of lapsed holds, and closing sold-out queues.
 //! - [`status`]: the public, cacheable status, draw, seat map and layout.
 //! - [`availability`]: the seats table's stream kept as the public seat map.
@@ -22,6 +23,7 @@
 //! - [`layout_catalogue`]: the layouts and recent seat changes a `hold` instance keeps in memory.
 //! - [`known_events`]: which events exist, cached per instance, so made-up ids cost little.
 //! - [`rotating`]: secrets kept current in memory across rotations.
+//! - [`settlement`]: what the payment webhooks share (their ports, ending a payer's admission).
 //! - [`metrics`]: CloudWatch Embedded Metric Format lines.
 //! - [`stream_batch`]: Lambda's DynamoDB stream batch contract (partial batch failures).
 
@@ -45,8 +47,10 @@ pub mod rebuild;
 pub mod restore;
 pub mod rotating;
 pub mod seeding;
+pub mod settlement;
 pub mod status;
 pub mod stream_batch;
+pub mod stripe_webhook;
 
 #[cfg(test)]
 pub(crate) mod fakes;

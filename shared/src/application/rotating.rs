@@ -293,6 +293,17 @@ impl Rotating<WebhookSecret> {
     ) -> Result<(), SignatureRefused> {
         self.ring().verify(header, body, now)
     }
+
+    /// [`KeyRing::verify_as`] with the versions in force now.
+    pub fn verify_as(
+        &self,
+        scheme: crate::domain::webhook_signature::Scheme,
+        header: Option<&str>,
+        body: &[u8],
+        now: SystemTime,
+    ) -> Result<(), SignatureRefused> {
+        self.ring().verify_as(scheme, header, body, now)
+    }
 }
 
 #[cfg(test)]

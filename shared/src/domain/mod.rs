@@ -14,6 +14,7 @@
 //! - [`signing`]: the HMAC key behind queue tickets and access tokens.
 //! - [`access_token`]: the signed proof that a customer was admitted.
 //! - [`webhook_signature`]: verifying (and, for tests, making) payment webhook signatures.
+//! - [`money`]: amounts in ISO 4217 minor units, and in Stripe's unit.
 
 pub mod access_token;
 pub mod best_available;
@@ -23,6 +24,7 @@ pub mod event_settings;
 pub mod ids;
 pub mod keys;
 pub mod layout;
+pub mod money;
 pub mod seat;
 pub mod signing;
 pub mod status;

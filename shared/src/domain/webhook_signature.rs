@@ -1,6 +1,8 @@
-//! The payment webhook's signature: `Lineup-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
-//! "t.body">`, keyed with the secret shared with the payment provider. Signing the timestamp with
-//! the body, and refusing stale timestamps, stops a captured request from being replayed later.
+//! The payment webhooks' signature: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "t.body">`, keyed
+//! with the secret shared with the payment provider. Signing the timestamp with the body, and
+//! refusing stale timestamps, stops a captured request from being replayed later. It is Stripe's
+//! scheme (`Stripe-Signature`), and Lineup's generic webhook uses the same (`Lineup-Signature`):
+//! one [`Scheme`] per header, differing only in the name and the largest body taken.
 //!
 //! The route is unauthenticated until this check passes, so its cost is bounded before anything
 //! else: a body over [`MAX_BODY`] or a header with more than [`MAX_SIGNATURES`] values is refused
@@ -32,9 +34,36 @@ pub enum SignatureRefused {
     Invalid(&'static str),
 }
 
-/// The largest webhook body looked at: a payment notice is a few hundred bytes, and a bigger
-/// body is refused before it is hashed, so an unauthenticated caller cannot make us hash megabytes.
+/// The largest generic webhook body looked at: a payment notice is a few hundred bytes, and a
+/// bigger body is refused before it is hashed, so an unauthenticated caller cannot make us hash
+/// megabytes.
 pub const MAX_BODY: usize = 4096;
+
+/// The largest Stripe event looked at: a `payment_intent.*` event with its object is 2-6 KB
+/// (one with a full charge inside up to about 12 KB); 64 KB leaves room and still bounds the
+/// hashing an unauthenticated caller can cause.
+pub const MAX_STRIPE_BODY: usize = 64 * 1024;
+
+/// A header carrying the signature, and the largest body hashed under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scheme {
+    /// The header's name as HTTP gives it, lowercase.
+    pub header: &'static str,
+    /// Bodies larger than this are refused before any hashing.
+    pub max_body: usize,
+}
+
+/// `Lineup-Signature`: the generic webhook (`POST /orders/{orderId}/confirm`).
+pub const LINEUP: Scheme = Scheme {
+    header: "lineup-signature",
+    max_body: MAX_BODY,
+};
+
+/// `Stripe-Signature`: Stripe's webhook (`POST /webhooks/stripe`).
+pub const STRIPE: Scheme = Scheme {
+    header: "stripe-signature",
+    max_body: MAX_STRIPE_BODY,
+};
 
 /// The most `v1` values a `Lineup-Signature` header may carry (a provider rotating its secret
 /// sends two); a header with more is refused before any hashing.
@@ -107,7 +136,7 @@ impl WebhookSecret {
         body: &[u8],
         now: SystemTime,
     ) -> Result<(), SignatureRefused> {
-        verify_with(std::iter::once(self), header, body, now)
+        verify_with(LINEUP, std::iter::once(self), header, body, now)
     }
 }
 
@@ -129,7 +158,18 @@ impl KeyRing<WebhookSecret> {
         body: &[u8],
         now: SystemTime,
     ) -> Result<(), SignatureRefused> {
-        verify_with(self.versions(), header, body, now)
+        verify_with(LINEUP, self.versions(), header, body, now)
+    }
+
+    /// The same check for a `scheme`'s header and body cap.
+    pub fn verify_as(
+        &self,
+        scheme: Scheme,
+        header: Option<&str>,
+        body: &[u8],
+        now: SystemTime,
+    ) -> Result<(), SignatureRefused> {
+        verify_with(scheme, self.versions(), header, body, now)
     }
 }
 
@@ -141,17 +181,18 @@ fn candidate(value: &str) -> Option<[u8; 32]> {
 }
 
 fn verify_with<'s>(
+    scheme: Scheme,
     secrets: impl Iterator<Item = &'s WebhookSecret>,
     header: Option<&str>,
     body: &[u8],
     now: SystemTime,
 ) -> Result<(), SignatureRefused> {
-    if body.len() > MAX_BODY {
-        return Err(SignatureRefused::BodyTooLarge { limit: MAX_BODY });
+    if body.len() > scheme.max_body {
+        return Err(SignatureRefused::BodyTooLarge {
+            limit: scheme.max_body,
+        });
     }
-    let header = header.ok_or(SignatureRefused::Invalid(
-        "the Lineup-Signature header is missing",
-    ))?;
+    let header = header.ok_or(SignatureRefused::Invalid("the signature header is missing"))?;
     let mut timestamp = None;
     let mut candidates = Vec::with_capacity(MAX_SIGNATURES);
     for part in header.split(',') {
@@ -160,7 +201,7 @@ fn verify_with<'s>(
             Some(("v1", value)) => {
                 if candidates.len() == MAX_SIGNATURES {
                     return Err(SignatureRefused::Invalid(
-                        "the Lineup-Signature header carries more than 4 signatures",
+                        "the signature header carries more than 4 signatures",
                     ));
                 }
                 candidates.push(candidate(value));
@@ -170,7 +211,7 @@ fn verify_with<'s>(
     }
     let (Some(timestamp), false) = (timestamp, candidates.is_empty()) else {
         return Err(SignatureRefused::Invalid(
-            "the Lineup-Signature header is malformed",
+            "the signature header is malformed",
         ));
     };
     // Compared in whole seconds: any u64 the header carries is safe (no time overflow).

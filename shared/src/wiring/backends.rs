@@ -135,6 +135,7 @@ pub fn confirm_api(
         admissions: queue.clone(),
         limits: queue,
         secret,
+        stripe_secret: None,
         clock,
     }
 }

@@ -45,6 +45,11 @@ pub const SIGNING_KEY_SECRET_ARN: &str = "LINEUP_SIGNING_KEY_SECRET_ARN";
 pub const WEBHOOK_SECRET: &str = "LINEUP_WEBHOOK_SECRET";
 /// The ARN of the webhook secret's secret in Secrets Manager (AWS).
 pub const WEBHOOK_SECRET_SECRET_ARN: &str = "LINEUP_WEBHOOK_SECRET_ARN";
+/// Stripe's webhook endpoint secret (`whsec_...`): the literal (local runs) or its secret's ARN
+/// (AWS). Neither set: the deployment has no Stripe webhook route.
+pub const STRIPE_WEBHOOK_SECRET: &str = "LINEUP_STRIPE_WEBHOOK_SECRET";
+/// The ARN of Stripe's webhook endpoint secret in Secrets Manager (AWS).
+pub const STRIPE_WEBHOOK_SECRET_ARN: &str = "LINEUP_STRIPE_WEBHOOK_SECRET_ARN";
 /// A JWT claim that must be `true` before a customer may join (e.g. `email_verified`).
 pub const REQUIRED_CLAIM: &str = "LINEUP_REQUIRED_CLAIM";
 /// The value CloudFront sends in `X-Lineup-Origin`: literal (local) or its secret's ARN (AWS).
@@ -101,6 +106,9 @@ pub enum ConfigError {
     /// The literal origin secret is too short.
     #[error("environment variable LINEUP_ORIGIN_SECRET is not usable")]
     OriginSecret(#[source] OriginSecretTooShort),
+    /// The literal Stripe webhook secret is too short.
+    #[error("environment variable LINEUP_STRIPE_WEBHOOK_SECRET is not usable")]
+    StripeWebhookSecret(#[source] SecretTooShort),
 }
 
 impl From<MissingTable> for ConfigError {
@@ -175,17 +183,26 @@ fn millis(
 fn origin_secret(
     lookup: &impl Fn(&str) -> Option<String>,
 ) -> Result<Option<KeySource<OriginSecret>>, ConfigError> {
-    let set = |name: &str| lookup(name).is_some_and(|value| !value.is_empty());
-    if !set(ORIGIN_SECRET) && !set(ORIGIN_SECRET_ARN) {
-        return Ok(None);
-    }
-    KeySource::from_lookup(
+    optional_secret(
         lookup,
         ORIGIN_SECRET,
         ORIGIN_SECRET_ARN,
         ConfigError::OriginSecret,
     )
-    .map(Some)
+}
+
+/// A secret the function may go without: `None` when neither of its variables is set.
+fn optional_secret<K: SecretKey>(
+    lookup: &impl Fn(&str) -> Option<String>,
+    literal: &'static str,
+    arn: &'static str,
+    invalid: impl FnOnce(K::Invalid) -> ConfigError,
+) -> Result<Option<KeySource<K>>, ConfigError> {
+    let set = |name: &str| lookup(name).is_some_and(|value| !value.is_empty());
+    if !set(literal) && !set(arn) {
+        return Ok(None);
+    }
+    KeySource::from_lookup(lookup, literal, arn, invalid).map(Some)
 }
 
 fn signing_key(
@@ -407,7 +424,7 @@ impl HoldConfig {
     }
 }
 
-/// `confirm`: Redis (to end a payer's admission), the tables and the webhook secret.
+/// `confirm`: Redis (to end a payer's admission), the tables and the webhook secrets.
 #[derive(Debug, Clone)]
 pub struct ConfirmConfig {
     /// How to reach Redis: admissions to end, events' ticket limits.
@@ -416,6 +433,8 @@ pub struct ConfirmConfig {
     pub ledger: LedgerConfig,
     /// Shared with the payment provider: verifies its webhooks.
     pub webhook_secret: KeySource<WebhookSecret>,
+    /// Stripe's endpoint secret, verifying `POST /webhooks/stripe`; `None`: no such route.
+    pub stripe_webhook_secret: Option<KeySource<WebhookSecret>>,
     /// The origin secret's source; `None`: every request is let through (local runs).
     pub origin: Option<KeySource<OriginSecret>>,
 }
@@ -436,6 +455,12 @@ impl ConfirmConfig {
                 WEBHOOK_SECRET,
                 WEBHOOK_SECRET_SECRET_ARN,
                 ConfigError::WebhookSecret,
+            )?,
+            stripe_webhook_secret: optional_secret(
+                lookup,
+                STRIPE_WEBHOOK_SECRET,
+                STRIPE_WEBHOOK_SECRET_ARN,
+                ConfigError::StripeWebhookSecret,
             )?,
             origin: origin_secret(lookup)?,
         })

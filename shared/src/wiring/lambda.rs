@@ -80,7 +80,7 @@ pub async fn hold() -> Result<(), Error> {
     .await
 }
 
-/// `confirm`: `POST /orders/{orderId}/confirm`, the payment webhook.
+/// `confirm`: the payment webhooks, `POST /orders/{orderId}/confirm` and `POST /webhooks/stripe`.
 pub async fn confirm() -> Result<(), Error> {
     logging::init();
     let config = ConfirmConfig::from_env()?;
@@ -88,17 +88,23 @@ pub async fn confirm() -> Result<(), Error> {
     // The webhook reads no events table: the queue's records are never touched here.
     let queue = Arc::new(RedisQueue::open(&config.redis)?);
     let secret = config.webhook_secret.load().await?;
-    let api = backends::confirm_api(
+    let mut api = backends::confirm_api(
         queue,
         Arc::new(config.ledger.ledger()),
         secret,
         Arc::new(SystemClock),
     );
+    if let Some(stripe) = config.stripe_webhook_secret {
+        api.stripe_secret = Some(stripe.load().await?);
+    }
     serve_http(origin, move |request| {
         let api = api.clone();
         async move {
-            // Picks up a rotated webhook secret every few minutes (one request does it).
+            // Picks up rotated webhook secrets every few minutes (one request does it).
             api.secret.refresh_if_stale().await;
+            if let Some(stripe) = &api.stripe_secret {
+                stripe.refresh_if_stale().await;
+            }
             confirm::handle(&api, request).await
         }
     })

@@ -509,25 +509,21 @@ impl DynamoLedger {
         ))
     }
 
-    /// Tidying after a settlement, best effort (each step is conditioned on still being this
-    /// order's, and what is left behind lapses on its own): the customer's hold lock goes, so
-    /// they may hold again at once; a refunded order's seats go back on sale now rather than at
-    /// the hold's lapse.
+    /// Tidying after a refund-required settlement, best effort (each step is conditioned on
+    /// still being this order's, and what is left behind lapses on its own): the order's seats
+    /// go back on sale now rather than at the hold's lapse, and the customer's hold lock goes.
+    /// A sale does none of this: its one transaction is the whole request, and the lock it
+    /// leaves behind is freed by the customer's next hold (`hold_seats`).
     async fn after_settlement(&self, terms: &OrderTerms, outcome: PaymentOutcome) {
-        let seats = async {
-            if outcome == PaymentOutcome::RefundRequired {
-                let frees = terms
-                    .seat_ids
-                    .iter()
-                    .map(|seat| self.free_seat(&terms.event_id, seat, &terms.order_id, None));
-                futures::future::try_join_all(frees).await?;
-            }
-            Ok(())
-        };
-        if let Err(error) = futures::try_join!(
-            seats,
-            self.free_hold_lock_of(&terms.event_id, &terms.customer_id, &terms.order_id)
-        ) {
+        if outcome != PaymentOutcome::RefundRequired {
+            return;
+        }
+        let frees = terms
+            .seat_ids
+            .iter()
+            .map(|seat| self.free_seat(&terms.event_id, seat, &terms.order_id, None));
+        let lock = self.free_hold_lock_of(&terms.event_id, &terms.customer_id, &terms.order_id);
+        if let Err(error) = futures::try_join!(futures::future::try_join_all(frees), lock) {
             let error: LineupError = error;
             tracing::warn!(order = %terms.order_id, error = %error, source = ?std::error::Error::source(&error), "could not tidy up after a settlement; the hold lapses on its own");
         }

@@ -20,6 +20,37 @@ use crate::domain::seat::SeatStatus;
 
 impl DynamoLedger {
     pub(crate) async fn hold_seats(&self, request: &HoldRequest) -> Result<Order, LineupError> {
+        match self.try_hold(request).await {
+            // The lock names an order that is no longer pending (a sale leaves its lock behind,
+            // so that the sale stays one request): free it, and try once more.
+            Err(LineupError::HoldRefused(HoldRefused::HoldExists {
+                order_id: Some(lock_order),
+            })) if self.settled(&lock_order).await? => {
+                let lock_order =
+                    OrderId::parse(&lock_order).map_err(|_| LineupError::SeatStoreReply {
+                        operation: "hold",
+                        reply: "a hold lock names a malformed order".to_owned(),
+                    })?;
+                self.free_hold_lock_of(&request.event, &request.customer, &lock_order)
+                    .await?;
+                self.try_hold(request).await
+            }
+            other => other,
+        }
+    }
+
+    /// The order exists and is no longer pending.
+    async fn settled(&self, order: &str) -> Result<bool, LineupError> {
+        let Ok(order) = OrderId::parse(order) else {
+            return Ok(false);
+        };
+        Ok(self
+            .read_order(&order)
+            .await?
+            .is_some_and(|item| item.status != OrderStatus::Pending))
+    }
+
+    async fn try_hold(&self, request: &HoldRequest) -> Result<Order, LineupError> {
         let order_id = OrderId::generate();
         let now = unix_millis(request.now);
         let expires_at = unix_millis(request.now + self.hold_duration);

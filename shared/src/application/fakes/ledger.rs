@@ -616,7 +616,24 @@ impl SeatLedger for MemoryLedger {
             }
         }
         let mut state = self.enter("hold")?;
-        state.tables.hold(request, self.hold_duration)
+        match state.tables.hold(request, self.hold_duration) {
+            // As the adapter: a lock left by a settled order is freed, and the hold tried again.
+            Err(LineupError::HoldRefused(HoldRefused::HoldExists {
+                order_id: Some(lock_order),
+            })) if state
+                .tables
+                .orders
+                .get(&lock_order)
+                .is_some_and(|stored| stored.order.status != OrderStatus::Pending) =>
+            {
+                let lock_order = OrderId::parse(&lock_order).expect("the fake stores valid ids");
+                state
+                    .tables
+                    .free_hold_lock_of(&request.event, &request.customer, &lock_order);
+                state.tables.hold(request, self.hold_duration)
+            }
+            other => other,
+        }
     }
 
     async fn order(&self, order: &OrderId) -> Result<Option<Order>, LineupError> {
@@ -860,13 +877,14 @@ impl LedgerTables {
                 &payment.currency,
             ));
         }
-        // The tidying: the hold lock goes; a refunded order's seats go back on sale now.
+        // The tidying, after a refund-required settlement only: the seats go back on sale now,
+        // and the hold lock goes (a sale leaves its lock to the customer's next hold).
         if outcome == PaymentOutcome::RefundRequired {
             for seat in &terms.seat_ids {
                 self.free_seat(&terms.event_id, seat, &terms.order_id, None);
             }
+            self.free_hold_lock_of(&terms.event_id, &terms.customer_id, &terms.order_id);
         }
-        self.free_hold_lock_of(&terms.event_id, &terms.customer_id, &terms.order_id);
     }
 
     /// When the idempotency or payment record already existed: the first answer, or a refusal
