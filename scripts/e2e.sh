@@ -208,7 +208,7 @@ stop_dev "$API_PORT"
 redis-cli -p "$DEV_REDIS_PORT" ping | grep -q PONG \
   || { echo "error: the Redis started outside lineup dev is gone after its Ctrl-C" >&2; exit 1; }
 target/debug/lineup local-aws --endpoint-url "http://127.0.0.1:$DEV_MOTO_PORT" | tee target/e2e/local-aws-after.txt
-grep -q "^  0 made, 8 already there" target/e2e/local-aws-after.txt \
+grep -q "^  0 made, 12 already there" target/e2e/local-aws-after.txt \
   || { echo "error: after lineup dev's Ctrl-C the moto started outside it lacks what it made" >&2; exit 1; }
 echo "==> after Ctrl-C the Redis and the moto started outside lineup dev still run, with its tables, queues and secrets"
 stop_local_stack

@@ -57,6 +57,12 @@ ORIGIN_SECRET=lineup-local-origin-header-not-a-secret
 TICKET_QUEUE_ENV=(TICKET_QUEUE_URL="$(env_json TICKET_QUEUE_URL)")
 SIGNING_KEY_NAME="$(env_json LINEUP_SIGNING_KEY_SECRET_ARN)"
 WEBHOOK_SECRET_NAME="$(env_json LINEUP_WEBHOOK_SECRET_ARN)"
+STRIPE_KEY_NAME="$(env_json LINEUP_STRIPE_API_KEY_ARN)"
+STRIPE_WEBHOOK_SECRET_NAME="$(env_json LINEUP_STRIPE_WEBHOOK_SECRET_ARN)"
+REFUND_QUEUE_ENV=(REFUND_QUEUE_URL="$(env_json REFUND_QUEUE_URL)")
+# The Stripe stand-in scripts/test.sh started (env.json's own address is LocalStack's Docker
+# host's).
+STRIPE_ENV=(STRIPE_API_BASE="${STRIPE_API_BASE:?localstripe must be running (scripts/test.sh starts it)}")
 COMMON_ENV=(
   AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test REDIS_TIMEOUT_MS=500
   # As the stack configures Lambda (LoggingConfig: LogFormat JSON).
@@ -68,19 +74,25 @@ COMMON_ENV=(
 # env.json gives, as under `sam local invoke` and in AWS) or `literal`.
 function_env() {
   local signing="LINEUP_SIGNING_KEY=$SIGNING_KEY" webhook="LINEUP_WEBHOOK_SECRET=$WEBHOOK_SECRET"
+  local stripe_key="LINEUP_STRIPE_API_KEY=sk_test_lineup_local_development_not_a_key"
+  local stripe_webhook="LINEUP_STRIPE_WEBHOOK_SECRET=whsec_local_development_stripe_not_a_secret_0"
   if [ "$2" = stored ]; then
     signing="LINEUP_SIGNING_KEY_SECRET_ARN=$SIGNING_KEY_NAME"
     webhook="LINEUP_WEBHOOK_SECRET_ARN=$WEBHOOK_SECRET_NAME"
+    stripe_key="LINEUP_STRIPE_API_KEY_ARN=$STRIPE_KEY_NAME"
+    stripe_webhook="LINEUP_STRIPE_WEBHOOK_SECRET_ARN=$STRIPE_WEBHOOK_SECRET_NAME"
   fi
   case "$1" in
     join) echo "LINEUP_SIGNING_KEY=$SIGNING_KEY" "${EVENTS_ENV[@]}" ;;
     poll) echo "$signing" "${EVENTS_ENV[@]}" ;;
     hold) echo "$signing" "${TABLES_ENV[@]}" "${EVENTS_ENV[@]}" ;;
-    confirm) echo "$webhook" "${TABLES_ENV[@]}" ;;
+    confirm) echo "$webhook" "$stripe_webhook" "${TABLES_ENV[@]}" ;;
     admit) echo ADMIT_RUN_MS=1500 ADMIT_TICK_MS=250 "${EVENTS_ENV[@]}" "${TABLES_ENV[@]}" ;;
     status) echo "${EVENTS_ENV[@]}" "LINEUP_ORIGIN_SECRET=$ORIGIN_SECRET" ;;
     expire) echo "${TABLES_ENV[@]}" ;;
-    outbox-stream) echo "${TICKET_QUEUE_ENV[@]}" ;;
+    outbox-stream) echo "${TICKET_QUEUE_ENV[@]}" "${REFUND_QUEUE_ENV[@]}" ;;
+    refund) echo "$stripe_key" "${STRIPE_ENV[@]}" "${TABLES_ENV[@]}" "${REFUND_QUEUE_ENV[@]}" ;;
+    checkout | reconcile) echo "$stripe_key" "${STRIPE_ENV[@]}" "${TABLES_ENV[@]}" ;;
     availability) ;;
   esac
 }

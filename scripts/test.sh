@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing (Debian's redis-server; a venv with
-# moto[server]; cargo-lambda and the SAM CLI; the arm64 Rust target), starts Redis and the
-# serialised moto server on loopback ports, builds the workspace (the test binaries and the debug
-# binaries of the functions, which scripts/lambda-local.sh runs), runs the whole test suite
-# against them, then scripts/lambda-local.sh, scripts/e2e.sh and scripts/contract.sh (the API
-# schema fuzzed against `lineup dev`, with schemathesis); beside all that, `sam build`
-# (scripts/sam-build.sh). Stops what it started and prints how long each step took. CI runs
-# exactly this (via .ci/run).
+# moto[server]; localstripe; cargo-lambda and the SAM CLI; the arm64 Rust target), starts Redis,
+# the serialised moto server and localstripe (a Stripe stand-in) on loopback ports, builds the
+# workspace (the test binaries and the debug binaries of the functions, which
+# scripts/lambda-local.sh runs), runs the whole test suite against them, then
+# scripts/lambda-local.sh, scripts/e2e.sh and scripts/contract.sh (the API schema fuzzed against
+# `lineup dev`, with schemathesis); beside all that, `sam build` (scripts/sam-build.sh). Stops
+# what it started and prints how long each step took. CI runs exactly this (via .ci/run).
 #
 #   scripts/test.sh            # everything
 #   scripts/test.sh -- join    # extra arguments go to `cargo test` (e.g. a test-name filter)
 #   LINEUP_TEST_REDIS_PORT=6431 LINEUP_TEST_MOTO_PORT=5041 LINEUP_TEST_CLUSTER_PORT=7131 \
 #     LINEUP_LAMBDA_PORT=9301 LINEUP_E2E_PORT=3041 LINEUP_E2E_REDIS_PORT=6441 \
 #     LINEUP_E2E_MOTO_PORT=5051 LINEUP_CONTRACT_PORT=3111 LINEUP_CONTRACT_REDIS_PORT=6492 \
-#     LINEUP_CONTRACT_MOTO_PORT=5031 scripts/test.sh
+#     LINEUP_CONTRACT_MOTO_PORT=5031 LINEUP_TEST_STRIPE_PORT=8431 scripts/test.sh
 #                              # beside another run on the default ports
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -96,6 +96,9 @@ wait "$VENVS_PID" || { cat "$VENVS_LOG"; echo "error: installing moto or schemat
 VENVS_PID=""
 cat "$VENVS_LOG"
 start_moto "${LINEUP_TEST_MOTO_PORT:-5011}"
+# localstripe, the Stripe stand-in the payment adapter's tests run against (STRIPE_API_BASE).
+ensure_localstripe
+start_localstripe "${LINEUP_TEST_STRIPE_PORT:-8421}"
 step_end
 # The contract fuzzer (scripts/contract.sh: openapi.yaml against a `lineup dev` of its own, with
 # schemathesis) needs only the `lineup` binary built above, and the steps below spend much of

@@ -737,9 +737,12 @@ mod tokens_ids_bodies {
                 )
                 .await
             }
-            "POST /events/{eventId}/holds"
-            | "DELETE /events/{eventId}/holds/{orderId}"
-            | "GET /orders/{orderId}" => hold::handle(&sale.hold_api, request).await,
+            "POST /events/{eventId}/holds" | "GET /orders/{orderId}" => {
+                hold::handle(&sale.hold_api, request).await
+            }
+            "DELETE /events/{eventId}/holds/{orderId}" | "POST /orders/{orderId}/payment" => {
+                lineup::application::checkout::handle(&sale.checkout_api, request).await
+            }
             other => panic!("no function serves {other}"),
         }
     }

@@ -226,7 +226,7 @@ async fn bad_hold_and_webhook_requests_get_their_4xx_and_change_nothing() {
 
     let before = sale.snapshot().await;
     for (name, event, status, code) in hold_cases {
-        let response = hold::handle(&sale.hold_api, request(&event)).await;
+        let response = sale.send(request(&event)).await;
         assert_eq!(response.status(), status, "{name}: {}", body(&response));
         assert_eq!(error_code(&response), code, "{name}");
         if code == "unknown_seats" {
@@ -342,7 +342,7 @@ async fn an_order_can_be_looked_up_and_released_by_its_owner() {
         &[("eventId", sale.event.as_str()), ("orderId", order_id)],
         Some(&alice),
     );
-    let released = hold::handle(&sale.hold_api, request(&release)).await;
+    let released = sale.send(request(&release)).await;
     assert_eq!(released.status(), StatusCode::NO_CONTENT);
     assert_eq!(sale.orders().await[order_id]["status"], "RELEASED");
     let seats = sale.seats().await;
@@ -353,7 +353,7 @@ async fn an_order_can_be_looked_up_and_released_by_its_owner() {
         ),
         (Some("AVAILABLE"), Some("AVAILABLE"))
     );
-    let again = hold::handle(&sale.hold_api, request(&release)).await;
+    let again = sale.send(request(&release)).await;
     assert_eq!(
         (again.status(), error_code(&again).as_str()),
         (StatusCode::CONFLICT, "order_not_pending")
@@ -384,9 +384,7 @@ async fn a_price_change_is_never_charged_at_the_old_price() {
         Some(&alice),
     );
     assert_eq!(
-        hold::handle(&sale.hold_api, request(&release))
-            .await
-            .status(),
+        sale.send(request(&release)).await.status(),
         StatusCode::NO_CONTENT
     );
     let orders_before = sale.orders().await;

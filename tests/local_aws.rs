@@ -26,14 +26,21 @@ fn own_env_json() -> (LocalAwsArgs, ScratchDir) {
         "EVENTS_TABLE",
         "LINEUP_SIGNING_KEY_SECRET_ARN",
         "LINEUP_WEBHOOK_SECRET_ARN",
+        "LINEUP_STRIPE_WEBHOOK_SECRET_ARN",
+        "LINEUP_STRIPE_API_KEY_ARN",
     ] {
         parameters[variable] = unique(&variable.to_lowercase().replace('_', "-")).into();
     }
-    parameters["TICKET_QUEUE_URL"] = format!(
-        "http://host.docker.internal:4566/000000000000/{}.fifo",
-        unique("tickets")
-    )
-    .into();
+    for (variable, stem) in [
+        ("TICKET_QUEUE_URL", "tickets"),
+        ("REFUND_QUEUE_URL", "refunds"),
+    ] {
+        parameters[variable] = format!(
+            "http://host.docker.internal:4566/000000000000/{}.fifo",
+            unique(stem)
+        )
+        .into();
+    }
     let dir = ScratchDir(std::env::temp_dir().join(unique("lineup-local-aws")));
     std::fs::create_dir_all(&dir.0).unwrap();
     let path: PathBuf = dir.0.join("env.json");
@@ -125,7 +132,7 @@ async fn setup_makes_what_the_template_declares_and_a_second_run_changes_nothing
     let (args, _dir) = own_env_json();
     let plan = local_aws::plan_for(&args).unwrap();
     let report = set_up(&plan).await.expect("setup");
-    assert_eq!(report.changed(), 8, "{report}");
+    assert_eq!(report.changed(), 12, "{report}");
     assert!(report
         .lines
         .iter()
@@ -299,7 +306,7 @@ async fn something_that_differs_from_the_template_is_refused_before_anything_is_
         "{removed}"
     );
     let made = set_up(&plan).await.expect("setup after teardown");
-    assert_eq!(made.changed(), 8, "{made}");
+    assert_eq!(made.changed(), 12, "{made}");
     local_aws::teardown(&settings(), &plan).await.unwrap();
 }
 
@@ -341,7 +348,7 @@ async fn teardown_removes_everything_setup_made_and_a_secret_set_by_hand_is_kept
         .lines
         .iter()
         .all(|line| line.outcome == Outcome::Removed));
-    assert_eq!(removed.changed(), 8);
+    assert_eq!(removed.changed(), 12);
     let dynamo = dynamo().await;
     let sqs = sqs().await;
     for resource in &plan.resources {

@@ -378,7 +378,7 @@ async fn healthy() {
         &[("eventId", SAMPLE_EVENT), ("orderId", &first_id)],
         Some(&alice),
     );
-    let (status, _) = http("hold", &scratch("release.json", &release));
+    let (status, _) = http("checkout", &scratch("release.json", &release));
     assert_eq!(status, 204);
     let (_, released) = http("hold", &order(&alice));
     assert_eq!(released["status"], "RELEASED");

@@ -143,7 +143,7 @@ async fn the_projection_converges_to_the_table_after_holds_releases_sales_and_la
         ],
         Some(b),
     );
-    let answer = lineup::application::hold::handle(&sale.hold_api, request(&release)).await;
+    let answer = sale.send(request(&release)).await;
     assert_eq!(answer.status(), StatusCode::NO_CONTENT);
     order(&sale.hold(c, token(2), &ids(&["F-1-0"])).await);
     order(&sale.hold(d, token(3), &ids(&["F-1-7", "B-A-0"])).await);

@@ -133,9 +133,15 @@ export async function pay() {
   el.orderState.textContent = 'Sending your payment…';
   let r;
   try {
-    r = await api('POST', '/dev/payments', {
-      body: { orderId: order.orderId, amount: order.amount, currency: order.currency },
-    });
+    // The order's payment, made by the server for the amount it decided (one per order,
+    // whatever the retries).
+    r = await api('POST', `/orders/${enc(order.orderId)}/payment`);
+    if (r.status === 200 && r.data?.paymentId) {
+      // Paid as Stripe.js pays it: confirmed at the provider with the publishable key and the
+      // client secret. (Locally `lineup dev`'s provider answers on the same origin; with real
+      // Stripe this is `stripe.confirmPayment` from js.stripe.com.)
+      r = await confirmAtProvider(r.data);
+    }
   } catch {
     setPhase('held');
     tickCountdown();
@@ -143,16 +149,37 @@ export async function pay() {
     notify(`${UNREACHABLE} you were not charged. Try again.`, 'error');
     return;
   }
-  if (r.status !== 202 && r.status !== 200 && r.status !== 201) {
+  if (r.status !== 200) {
     setPhase('held');
     tickCountdown();
     el.orderState.textContent = '';
-    notify(`The payment could not be started. ${problem(r).message}`, 'error');
+    notify(`The payment could not be made. ${problem(r).message}`, 'error');
     return;
   }
   el.orderState.textContent = 'Payment sent. Waiting for the payment provider to confirm…';
   notify('Payment sent; waiting for confirmation.', 'info');
   watchOrder(order, Date.now());
+}
+
+/** Confirms a payment at the provider, as Stripe.js does (form-encoded, publishable key). */
+async function confirmAtProvider(payment) {
+  const form = new URLSearchParams({ payment_method: 'pm_card_visa' });
+  if (payment.clientSecret) form.set('client_secret', payment.clientSecret);
+  let response;
+  try {
+    response = await fetch(`/v1/payment_intents/${enc(payment.paymentId)}/confirm`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${payment.publishableKey ?? ''}`,
+        'Content-Type': 'application/x-www-form-urlencoded',
+      },
+      body: form.toString(),
+    });
+  } catch (error) {
+    throw new Error(error?.message ?? 'network error');
+  }
+  const data = await response.json().catch(() => null);
+  return { status: response.status, data };
 }
 
 async function watchOrder(order, startedAt) {

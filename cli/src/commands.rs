@@ -1,5 +1,5 @@
 //! The command line: `lineup dev`, `lineup local-aws`, `lineup seed`,
-//! `lineup event open|close|set|show`, `lineup simulate`, `lineup plan` and `lineup verify-draw`. Parsing only; each command's work
+//! `lineup event open|close|set|show`, `lineup secrets revoke-previous`, `lineup simulate`, `lineup plan` and `lineup verify-draw`. Parsing only; each command's work
 //! lives in its own module.
 
 use clap::{Parser, Subcommand};
@@ -7,7 +7,9 @@ use clap::{Parser, Subcommand};
 use crate::dev::DevArgs;
 use crate::endpoints::EndpointArgs;
 use crate::event_admin::SettingsChange;
+use crate::event_cancellation::CancelArgs;
 use crate::local_aws::LocalAwsArgs;
+use crate::secret_revocation::SecretsAction;
 use crate::tools::plan::PlanArgs;
 use crate::tools::simulate::SimulateArgs;
 use crate::venue::VenueArgs;
@@ -38,6 +40,11 @@ pub enum Command {
     Event {
         #[command(subcommand)]
         action: EventAction,
+    },
+    /// The functions' secrets: revoke a leaked one's previous value (`revoke-previous`).
+    Secrets {
+        #[command(subcommand)]
+        action: SecretsAction,
     },
     /// Drive a crowd of simulated customers through the local API and check the invariants.
     Simulate(SimulateArgs),
@@ -112,6 +119,9 @@ pub enum EventAction {
         #[command(flatten)]
         endpoints: EndpointArgs,
     },
+    /// Cancel the event: close its queue and refund every PAID order, once each (their seats
+    /// stay SOLD). Without --yes, only says how many PAID orders it would refund (exit 2).
+    Cancel(CancelArgs),
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The `lineup` command: what developers and operators run beside the Lambda functions.
 //!
-//! - [`commands`]: the command line (clap): `dev`, `local-aws`, `seed`, `event`, `simulate`,
+//! - [`commands`]: the command line (clap): `dev`, `local-aws`, `seed`, `event`, `secrets`, `simulate`,
 //!   `plan`, `verify-draw`.
 //! - [`endpoints`]: where Redis, DynamoDB and SQS are (the local stack, or AWS signed in through
 //!   the standard credential chain: `--profile`, `--region`), and the clients.
@@ -10,10 +10,14 @@
 //!   on a LocalStack or moto under `events/env.json`'s names (`lineup dev` prepares its own so).
 //! - [`venue`]: a seat layout (sections, rows, prices) to seed an event with.
 //! - [`event_admin`]: seeding seats and opening, closing or re-pacing an event's queue.
+//! - [`event_cancellation`]: `lineup event cancel`, the queue closed and every paid order
+//!   refunded, once each.
 //! - [`stream_pump`]: the local event source mappings (outbox table stream → `outbox-stream`,
 //!   seats table stream → `availability`).
 //! - [`dev`]: `lineup dev`, the whole on-sale on one machine: the API as API Gateway would call
 //!   the functions, the schedules, the waiting-room page, a payment provider and a ticket desk.
+//! - [`secret_revocation`]: `lineup secrets revoke-previous`, a leaked secret's previous value
+//!   revoked at once.
 //! - [`verify_draw`]: `lineup verify-draw`, an event's published pre-queue draw checked from its
 //!   public routes, as any outsider can.
 //!
@@ -24,8 +28,10 @@ pub mod commands;
 pub mod dev;
 pub mod endpoints;
 pub mod event_admin;
+pub mod event_cancellation;
 pub mod local_aws;
 pub mod local_stack;
+pub mod secret_revocation;
 pub mod stream_pump;
 pub mod tools;
 pub mod venue;

@@ -12,7 +12,7 @@ use lineup::domain::ids::EventId;
 use lineup_cli::commands::{Cli, Command, EventAction, SeedArgs};
 use lineup_cli::local_aws::{self, tables};
 use lineup_cli::tools::{plan, simulate};
-use lineup_cli::{dev, event_admin, verify_draw};
+use lineup_cli::{dev, event_admin, event_cancellation, secret_revocation, verify_draw};
 use tracing::level_filters::LevelFilter;
 
 type Failure = Box<dyn std::error::Error>;
@@ -52,7 +52,11 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Dev(args) => dev::run(args).await?,
         Command::LocalAws(args) => local_aws::run(&args).await?,
         Command::Seed(args) => seed(args).await?,
+        Command::Event {
+            action: EventAction::Cancel(args),
+        } => return event_cancellation::run(&args, operator()).await,
         Command::Event { action } => event(action).await?,
+        Command::Secrets { action } => println!("{}", secret_revocation::run(&action).await?),
         Command::Simulate(args) => {
             let report = simulate::run(args).await?;
             report.print();
@@ -143,6 +147,7 @@ async fn event(action: EventAction) -> Result<(), Failure> {
         | EventAction::Resume { event, endpoints }
         | EventAction::History { event, endpoints }
         | EventAction::Show { event, endpoints } => (event_id(event)?, endpoints),
+        EventAction::Cancel(args) => (event_id(&args.event)?, &args.endpoints),
     };
     // DynamoDB first: with `--aws`, a sign-in or region problem is reported before anything.
     let records = endpoints.records().await?;
@@ -173,6 +178,7 @@ async fn event(action: EventAction) -> Result<(), Failure> {
             println!("{}", event_admin::seat_counts(&board, &event).await?);
             return Ok(());
         }
+        EventAction::Cancel(_) => unreachable!("`run` hands it to event_cancellation::run"),
     };
     println!("{}", event_admin::describe(&event, &settings));
     Ok(())

@@ -108,6 +108,7 @@ fn the_template_deploys_exactly_these_functions_with_their_triggers() {
             Trigger::Http => "Type: HttpApi",
             Trigger::Schedule => "Type: Schedule",
             Trigger::Stream => "Type: DynamoDB",
+            Trigger::Queue => "Type: SQS",
         };
         assert!(
             block.contains(trigger),

@@ -8,7 +8,7 @@
 //   b. Bob, on a desktop, admitted too, tries to hold one of Alice's seats from a seat map he
 //      loaded before she held it: the server refuses (409 seats_unavailable), his page says which
 //      seat was taken, keeps his other choice, and he gets no order.
-//   c. Alice pays (simulated provider → signed webhook → outbox → SQS → ticket desk); her page
+//   c. Alice pays (checkout → the provider → Stripe's signed webhook → outbox → SQS → ticket desk); her page
 //      shows the issued ticket with exactly her 2 seats; Bob's map then shows them taken.
 //   e. Dana, on the 20,000-seat event, sees the section overview (no seat buttons), opens a
 //      section (a page of 25 rows, then the next), is told clearly when no row has the seats
@@ -224,10 +224,17 @@ test('on-sale in the browser: queue, seat map, a lost race for a seat, payment, 
 
     // ------------------------------------------------------------------------------ c. Alice pays
     await step(alice, 'Alice pays and gets her ticket', async () => {
-      const paid = alice.page.waitForResponse((r) => isApi(r, 'POST', /\/dev\/payments$/), { timeout: STEP_MS });
+      // Checkout makes the order's payment; the page then confirms it at the provider, as
+      // Stripe.js would, and the provider's Stripe webhook settles the order.
+      const payment = alice.page.waitForResponse((r) => isApi(r, 'POST', /\/orders\/[^/]+\/payment$/), { timeout: STEP_MS });
+      const confirmed = alice.page.waitForResponse((r) => isApi(r, 'POST', /\/v1\/payment_intents\/[^/]+\/confirm$/), { timeout: STEP_MS });
       await alice.page.click('#pay');
-      const response = await paid;
-      assert.equal(response.status(), 202, `the payment provider answered ${response.status()}`);
+      const response = await payment;
+      assert.equal(response.status(), 200, `checkout answered ${response.status()}`);
+      const made = await response.json();
+      assert.equal(made.orderId, order.orderId, 'the payment is for Alice\'s order');
+      assert.equal(made.amount, order.amount, 'for the amount the server decided');
+      assert.equal((await confirmed).status(), 200, 'the provider took the payment');
       await alice.page.locator('#ticket [data-seat-id]').first().waitFor({ state: 'visible', timeout: TICKET_MS })
         .catch(async () => assert.fail(`no ticket within ${TICKET_MS / 1000} s; the page says: ` +
           `"${(await alice.page.textContent('#message'))?.trim()}" / "${(await alice.page.textContent('#ticket-section'))?.trim()}"`));
@@ -384,9 +391,9 @@ test('best available in the browser: a 20,000-seat event, the sections first, on
     });
 
     await step(dana, 'Dana pays and gets her ticket', async () => {
-      const paid = dana.page.waitForResponse((r) => isApi(r, 'POST', /\/dev\/payments$/), { timeout: STEP_MS });
+      const paid = dana.page.waitForResponse((r) => isApi(r, 'POST', /\/orders\/[^/]+\/payment$/), { timeout: STEP_MS });
       await dana.page.click('#pay');
-      assert.equal((await paid).status(), 202);
+      assert.equal((await paid).status(), 200);
       await dana.page.locator('#ticket [data-seat-id]').first().waitFor({ state: 'visible', timeout: TICKET_MS })
         .catch(async () => assert.fail(`no ticket within ${TICKET_MS / 1000} s; the page says: "${(await dana.page.textContent('#message'))?.trim()}"`));
       const ticketSeats = await dana.page.$$eval('#ticket [data-seat-id]', (items) => items.map((i) => i.dataset.seatId));

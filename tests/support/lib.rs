@@ -5,6 +5,7 @@
 //! they fail loudly; they never pass by skipping.
 
 pub mod aws;
+pub mod localstripe;
 pub mod on_sale;
 pub mod redis_server;
 pub mod request_counter;

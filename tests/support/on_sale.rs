@@ -10,6 +10,7 @@ use lambda_http::{Body, Request, Response};
 use lineup::adapters::dynamo::event_records::DynamoEventRecords;
 use lineup::adapters::dynamo::{DynamoLedger, TableNames};
 use lineup::adapters::redis::queue::RedisQueue;
+use lineup::application::checkout::{self, CheckoutApi};
 use lineup::application::confirm;
 use lineup::application::confirm::ConfirmApi;
 use lineup::application::hold;
@@ -66,6 +67,8 @@ pub struct OnSale {
     pub queue_api: QueueApi,
     pub hold_api: HoldApi,
     pub confirm_api: ConfirmApi,
+    /// The checkout function's routes (a payment for a hold, a release), over localstripe.
+    pub checkout_api: CheckoutApi,
     /// The events table (shared by the tests) the layout is stored in.
     pub records: Arc<DynamoEventRecords>,
     /// The layout seeded (`None`: an event without seats).
@@ -151,6 +154,14 @@ impl OnSale {
         let hold_api = backends.hold_api(ledger.clone(), signing_key().into(), clock.clone());
         let confirm_api =
             backends.confirm_api(ledger.clone(), webhook_secret().into(), clock.clone());
+        // Checkout's provider: localstripe (its payments are made only by the tests that pay).
+        let checkout_api = CheckoutApi {
+            orders: ledger.clone(),
+            checkout: ledger.clone(),
+            provider: Arc::new(crate::localstripe::provider()),
+            publishable_key: None,
+            clock: clock.clone(),
+        };
         Self {
             event,
             queue,
@@ -161,6 +172,7 @@ impl OnSale {
             queue_api,
             hold_api,
             confirm_api,
+            checkout_api,
             records,
             layout,
         }
@@ -224,6 +236,23 @@ impl OnSale {
             }
         }
         request(&event)
+    }
+
+    /// A request to the function that serves its route, as API Gateway routes it: `checkout`
+    /// for a payment or a release, `hold` for the other customer routes.
+    pub async fn send(&self, request: lambda_http::Request) -> Response<Body> {
+        use lambda_http::request::RequestContext;
+        use lambda_http::RequestExt;
+        let route_key = match request.request_context_ref() {
+            Some(RequestContext::ApiGatewayV2(context)) => context.route_key.clone(),
+            _ => None,
+        };
+        match route_key.as_deref() {
+            Some("POST /orders/{orderId}/payment" | "DELETE /events/{eventId}/holds/{orderId}") => {
+                checkout::handle(&self.checkout_api, request).await
+            }
+            _ => hold::handle(&self.hold_api, request).await,
+        }
     }
 
     /// `POST /events/{eventId}/holds` with `body` (any JSON), as the customer, with the token.

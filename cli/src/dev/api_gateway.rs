@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response as AxumResponse};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use lambda_http::Body;
+use lineup::application::checkout::CheckoutApi;
 use lineup::application::confirm::ConfirmApi;
 use lineup::application::hold::HoldApi;
 use lineup::application::queue_api::QueueApi;
@@ -36,6 +37,7 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 pub struct Functions {
     pub queue: QueueApi,
     pub hold: HoldApi,
+    pub checkout: CheckoutApi,
     pub confirm: ConfirmApi,
     pub status: StatusApi,
     /// CloudFront's part: the public routes' cache, and the origin's traffic per route.
@@ -48,11 +50,12 @@ impl Functions {
         function: Function,
         request: lambda_http::Request,
     ) -> lambda_http::Response<Body> {
-        use lineup::application::{confirm, hold, join, poll, status};
+        use lineup::application::{checkout, confirm, hold, join, poll, status};
         match function {
             Function::Join => join::handle(&self.queue, request).await,
             Function::Poll => poll::handle(&self.queue, request).await,
             Function::Hold => hold::handle(&self.hold, request).await,
+            Function::Checkout => checkout::handle(&self.checkout, request).await,
             Function::Confirm => confirm::handle(&self.confirm, request).await,
             Function::Status => status::handle(&self.status, request).await,
         }

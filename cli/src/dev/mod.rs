@@ -7,8 +7,9 @@
 //!   ([`api_gateway`], [`routes`]; the caller comes from an UNVERIFIED bearer JWT,
 //!   [`unverified_jwt`]);
 //! - the waiting-room page ([`page`]: `web/`, compiled in);
-//! - `/dev/info`, a simulated payment provider (`/dev/payments`, [`payment_provider`]) and a
-//!   ticket desk consuming the ticket queue (`/dev/tickets`, [`ticket_desk`]).
+//! - `/dev/info`, a payment provider speaking Stripe's API (`/v1/...`, its events to
+//!   `/webhooks/stripe`; and the older `/dev/payments`, [`payment_provider`]) and a ticket desk
+//!   consuming the ticket queue (`/dev/tickets`, [`ticket_desk`]).
 //!
 //! Beside it run the schedules ([`schedules`]: admission, expiry) and the outbox pump
 //! ([`crate::stream_pump`]). Ctrl-C stops all of it, and the services it started.
@@ -36,7 +37,7 @@ use std::time::{Duration, SystemTime};
 use axum::extract::State;
 use axum::handler::HandlerWithoutStateExt;
 use axum::http::StatusCode;
-use axum::routing::{get, on, post, MethodFilter};
+use axum::routing::{get, on, MethodFilter};
 use axum::{Json, Router};
 use lineup::adapters::dynamo::DynamoLedger;
 use lineup::adapters::redis::queue::RedisQueue;
@@ -55,7 +56,7 @@ use crate::endpoints::{self, LOCAL_MOTO_PORT, LOCAL_REDIS_PORT};
 use crate::event_admin::{self, SettingsChange};
 use crate::local_aws::plan::ResourcePlan;
 use crate::local_aws::queues::TICKET_QUEUE;
-use crate::local_aws::secrets::{DEV_SIGNING_KEY, DEV_WEBHOOK_SECRET};
+use crate::local_aws::secrets::{DEV_SIGNING_KEY, DEV_STRIPE_WEBHOOK_SECRET, DEV_WEBHOOK_SECRET};
 use crate::local_aws::{self, LocalAwsError};
 use crate::local_stack::{CacheDir, LocalStack, Service, StackError, StackServices};
 use crate::stream_pump::{self, AvailabilityStream, OutboxStream, PumpError, StartAt, StreamPump};
@@ -108,9 +109,22 @@ pub struct DevArgs {
     /// How often the expiry sweep runs (every minute in AWS).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     pub expire_every_seconds: u64,
-    /// The share of payments whose webhook the simulated provider sends twice at once.
-    #[arg(long, default_value_t = 0.1)]
+    /// How often reconciliation looks at every open payment again (every minute in AWS).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub reconcile_every_seconds: u64,
+    /// The share of the payment provider's webhooks (Stripe events, and `/dev/payments`' generic
+    /// webhooks) it sends twice at once.
+    #[arg(long, default_value_t = 0.1, value_parser = payment_provider::share)]
     pub duplicate_webhooks: f64,
+    /// The share of the provider's Stripe events it loses for good (never sent, as when an
+    /// endpoint is down longer than Stripe retries); counted at /dev/payments/stats.
+    #[arg(long, default_value_t = 0.0, value_parser = payment_provider::share, value_name = "FRACTION")]
+    pub lose_webhooks: f64,
+    /// How long the provider's 3-D Secure (`pm_card_threeDSecure2Required`) and processing
+    /// (`pm_card_processing`) payments take to succeed (the customer completing 3-D Secure), and
+    /// its `pm_card_pendingRefund` and `pm_card_refundFail` refunds to settle.
+    #[arg(long, default_value_t = 3000)]
+    pub payment_completion_ms: u64,
     /// Serve the waiting-room page from this directory (e.g. `web`, to edit it without
     /// rebuilding) instead of the copy compiled into the binary.
     #[arg(long)]
@@ -143,6 +157,10 @@ pub enum DevError {
     SigningKey(#[source] lineup::domain::signing::KeyTooShort),
     #[error("LINEUP_WEBHOOK_SECRET is not usable")]
     WebhookSecret(#[source] lineup::domain::webhook_signature::SecretTooShort),
+    #[error("the development Stripe key or webhook secret is not usable")]
+    StripeSettings(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("could not make the HTTP client the checkout pays through")]
+    HttpClient(#[source] reqwest::Error),
     #[error("the emulator made the ticket queue but gave no URL for it")]
     NoQueueUrl,
     #[error("route {0} has a method the router cannot take")]
@@ -317,6 +335,11 @@ async fn prepare(
         .get(TICKET_QUEUE)
         .cloned()
         .ok_or(DevError::NoQueueUrl)?;
+    let refund_queue_url = made
+        .queue_urls
+        .get(local_aws::queues::REFUND_QUEUE)
+        .cloned()
+        .ok_or(DevError::NoQueueUrl)?;
     let ledger = DynamoLedger::new(dynamodb.clone(), tables.clone())
         .with_hold_duration(Duration::from_secs(args.hold_seconds));
     let queue = || RedisQueue::new(&stack.redis_url, Duration::from_secs(2));
@@ -358,10 +381,39 @@ async fn prepare(
     let clock: Arc<dyn lineup::domain::clock::Clock> = Arc::new(SystemClock);
     let board: Arc<dyn lineup::application::ports::availability::AvailabilityBoard> =
         Arc::new(backends.seat_map());
+    // Checkout pays through the dev server's own Stripe-shaped provider (`/v1/...`), with the
+    // key the local stack gives every function.
+    let checkout = lineup::application::checkout::CheckoutApi {
+        orders: ledger_handle.clone(),
+        checkout: ledger_handle.clone(),
+        provider: Arc::new(
+            lineup::adapters::stripe::StripeProvider::open(
+                format!("http://127.0.0.1:{}", args.port),
+                lineup::adapters::stripe::StripeApiKey::new(
+                    crate::local_aws::secrets::DEV_STRIPE_API_KEY,
+                )
+                .map_err(|error| DevError::StripeSettings(Box::new(error)))?,
+            )
+            .map_err(DevError::HttpClient)?,
+        ),
+        publishable_key: Some(crate::local_aws::secrets::DEV_PUBLISHABLE_KEY.to_owned()),
+        clock: clock.clone(),
+    };
     let functions = Arc::new(Functions {
         queue: backends.queue_api(signing_key.clone().into(), clock.clone(), None),
         hold: backends.hold_api(ledger_handle.clone(), signing_key.into(), clock.clone()),
-        confirm: backends.confirm_api(ledger_handle, webhook_secret.clone().into(), clock),
+        checkout,
+        confirm: lineup::application::confirm::ConfirmApi {
+            // Stripe's route too, verified with the development endpoint secret.
+            stripe_secret: Some(
+                lineup::domain::webhook_signature::WebhookSecret::new(
+                    crate::local_aws::secrets::DEV_STRIPE_WEBHOOK_SECRET,
+                )
+                .map_err(|error| DevError::StripeSettings(Box::new(error)))?
+                .into(),
+            ),
+            ..backends.confirm_api(ledger_handle, webhook_secret.clone().into(), clock)
+        },
         status: backends.status_api(),
         edge: Arc::default(),
     });
@@ -369,10 +421,10 @@ async fn prepare(
     let pump = StreamPump {
         streams: endpoints::dynamodb_streams(&aws),
         stream_arn: stream_pump::stream_arn(&dynamodb, &tables.outbox).await?,
-        handler: Arc::new(OutboxStream(Arc::new(SqsPublisher::new(
-            sqs.clone(),
-            ticket_queue_url.clone(),
-        )))),
+        handler: Arc::new(OutboxStream(Arc::new(
+            SqsPublisher::new(sqs.clone(), ticket_queue_url.clone())
+                .with_refund_queue(refund_queue_url.clone()),
+        ))),
         poll_every: Duration::from_millis(250),
         start_at: StartAt::Oldest,
     };
@@ -386,11 +438,18 @@ async fn prepare(
         start_at: StartAt::Latest,
     };
     let desk = ticket_desk::TicketDesk::default();
-    let provider = payment_provider::PaymentProvider::new(
-        webhook_secret,
-        format!("http://127.0.0.1:{}", args.port),
-        args.duplicate_webhooks,
-    );
+    // Stripe's API and the generic webhook's stand-in, both calling this server's own routes.
+    let provider = payment_provider::PaymentProvider::new(payment_provider::Settings {
+        duplicate_share: args.duplicate_webhooks,
+        lose_share: args.lose_webhooks,
+        completion_delay: Duration::from_millis(args.payment_completion_ms),
+        ..payment_provider::Settings::new(
+            format!("http://127.0.0.1:{}", args.port),
+            webhook_secret,
+            WebhookSecret::new(DEV_STRIPE_WEBHOOK_SECRET)
+                .map_err(|error| DevError::StripeSettings(Box::new(error)))?,
+        )
+    });
     let info = DevInfo {
         event_id: event.as_str().to_owned(),
         event_name: args.event_name.clone(),
@@ -418,9 +477,31 @@ async fn prepare(
         Duration::from_millis(args.admit_tick_ms),
     ));
     background.spawn(schedules::expire_forever(
-        ledger,
+        ledger.clone(),
         queue()?,
         Duration::from_secs(args.expire_every_seconds),
+    ));
+    // Reconciliation and refunds call the provider: `lineup dev`'s own, on its `/v1` routes.
+    let provider_for = || {
+        lineup::adapters::stripe::StripeProvider::open(
+            format!("http://127.0.0.1:{}", args.port),
+            lineup::adapters::stripe::StripeApiKey::new(
+                crate::local_aws::secrets::DEV_STRIPE_API_KEY,
+            )
+            .map_err(|error| DevError::StripeSettings(Box::new(error)))?,
+        )
+        .map_err(DevError::HttpClient)
+    };
+    background.spawn(schedules::reconcile_forever(
+        ledger.clone(),
+        provider_for()?,
+        Duration::from_secs(args.reconcile_every_seconds),
+    ));
+    background.spawn(schedules::refund_forever(
+        ledger.clone(),
+        provider_for()?,
+        sqs.clone(),
+        refund_queue_url,
     ));
     background.spawn(pump.run());
     background.spawn(seat_pump.run());
@@ -450,7 +531,8 @@ async fn serve(
     println!("  Lineup is running: {base}/");
     println!("  waiting-room page  {base}/");
     println!("  API                {base}/events/{event}/queue  (Authorization: Bearer <JWT>; the sub claim is NOT verified locally)");
-    println!("  payment provider   {base}/dev/payments   ticket desk {base}/dev/tickets");
+    println!("  payment provider   {base}/v1 (Stripe's API: STRIPE_API_BASE={base}, any sk_test_ key)   stats {base}/dev/payments/stats");
+    println!("  ticket desk        {base}/dev/tickets");
     println!("  Ctrl-C stops everything.");
     println!();
     let served = axum::serve(
@@ -512,13 +594,7 @@ fn router(
     }
     let edge = functions.edge.clone();
     let api = api.with_state(functions);
-    let payments = Router::new()
-        .route("/dev/payments", post(payment_provider::take_payment))
-        .route(
-            "/dev/payments/{paymentId}",
-            get(payment_provider::payment_status),
-        )
-        .with_state(provider);
+    let payments = payment_provider::router(provider);
     let tickets = Router::new()
         .route("/dev/tickets", get(ticket_desk::list))
         .route("/dev/tickets/{orderId}", get(ticket_desk::one))

@@ -9,6 +9,8 @@ pub enum Function {
     Join,
     Poll,
     Hold,
+    /// A payment for a hold, or giving it back (the payment cancelled first).
+    Checkout,
     Confirm,
     /// The public, cacheable routes (status, published draw, seat availability and layout).
     Status,
@@ -73,16 +75,23 @@ pub fn routes() -> Vec<Route> {
         route(
             Method::DELETE,
             "/events/{eventId}/holds/{orderId}",
-            Function::Hold,
+            Function::Checkout,
             true,
         ),
         route(Method::GET, "/orders/{orderId}", Function::Hold, true),
+        route(
+            Method::POST,
+            "/orders/{orderId}/payment",
+            Function::Checkout,
+            true,
+        ),
         route(
             Method::POST,
             "/orders/{orderId}/confirm",
             Function::Confirm,
             false,
         ),
+        route(Method::POST, "/webhooks/stripe", Function::Confirm, false),
         route(
             Method::GET,
             "/events/{eventId}/status",
@@ -165,7 +174,7 @@ mod tests {
     fn the_dev_server_serves_exactly_the_templates_routes() {
         let served: BTreeSet<String> = routes().iter().map(Route::key).collect();
         assert_eq!(served, template_routes());
-        assert_eq!(served.len(), 13);
+        assert_eq!(served.len(), 15);
     }
 
     /// Every operation under `paths:` in `openapi.yaml`, as `METHOD /path`, with whether it
@@ -261,6 +270,7 @@ mod tests {
             open,
             [
                 "POST /orders/{orderId}/confirm",
+                "POST /webhooks/stripe",
                 "GET /events/{eventId}/status",
                 "GET /events/{eventId}/draw",
                 "GET /events/{eventId}/draw/{prefix}",

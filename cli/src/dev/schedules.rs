@@ -1,8 +1,10 @@
-//! The two schedules EventBridge runs in AWS, run here as loops: admission (every tick, as one
-//! long `admit` invocation does) and the expiry sweep (every few seconds locally; every minute
-//! in AWS, which is why `lineup dev` can shorten holds and still show them lapse).
+//! What EventBridge and SQS run in AWS, run here as loops: admission (every tick, as one long
+//! `admit` invocation does), the expiry sweep (every few seconds locally; every minute in AWS,
+//! which is why `lineup dev` can shorten holds and still show them lapse), reconciliation of
+//! open payments (every 10 s locally; every minute in AWS) and the refund queue's consumer (the
+//! `refund` function).
 //!
-//! Both run through outages: a failed round is logged and the next one tried at the next tick,
+//! All run through outages: a failed round is logged and the next one tried at the next tick,
 //! so when Redis is lost and a new, empty server answers on its port (a failover), they carry on
 //! with it (the admitter re-loads open events from DynamoDB). While one keeps failing, its log
 //! says so once, then once every [`FAILURES_SAID_EVERY`], then when it works again.
@@ -14,7 +16,11 @@ use std::time::{Duration, Instant};
 use lineup::adapters::dynamo::event_records::DynamoEventRecords;
 use lineup::adapters::dynamo::DynamoLedger;
 use lineup::adapters::redis::queue::RedisQueue;
+use lineup::adapters::sqs::SqsRetries;
+use lineup::adapters::stripe::StripeProvider;
 use lineup::application::admit::{AdmissionLoop, AdmissionSummary};
+use lineup::application::reconcile::{reconcile, ReconcilePorts};
+use lineup::application::refund::{handle_batch, QueueBatch, QueueMessage, RefundPorts};
 use lineup::domain::clock::SystemClock;
 use lineup::wiring::backends::{Admit, Expire, Queue};
 
@@ -63,6 +69,112 @@ pub async fn expire_forever(ledger: DynamoLedger, queue: RedisQueue, every: Dura
         match expiry.run().await {
             Ok(_) => failures.succeeded(),
             Err(sweep_error) => failures.failed(&sweep_error),
+        }
+    }
+}
+
+/// Looks at every open payment again through the provider once per `every`, as the
+/// `reconcile` function does every minute in AWS.
+pub async fn reconcile_forever(ledger: DynamoLedger, provider: StripeProvider, every: Duration) {
+    let mut interval = tokio::time::interval(every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failures = Failures::new("reconciliation");
+    let ports = ReconcilePorts {
+        orders: &ledger,
+        ledger: &ledger,
+        provider: &provider,
+        clock: &SystemClock,
+    };
+    loop {
+        interval.tick().await;
+        match reconcile(&ports, None).await {
+            Ok(_) => failures.succeeded(),
+            Err(run_error) => failures.failed(&run_error),
+        }
+    }
+}
+
+/// The `refund` function's event source mapping: receives from the refund queue, carries each
+/// batch out, and deletes what was done (what was not comes back after its backoff).
+pub async fn refund_forever(
+    ledger: DynamoLedger,
+    provider: StripeProvider,
+    sqs: aws_sdk_sqs::Client,
+    queue_url: String,
+) {
+    let retries = SqsRetries::new(sqs.clone(), queue_url.clone());
+    let ports = RefundPorts {
+        ledger: &ledger,
+        provider: &provider,
+        retries: &retries,
+        clock: &SystemClock,
+    };
+    let mut failures = Failures::new("refund queue");
+    loop {
+        let received = sqs
+            .receive_message()
+            .queue_url(&queue_url)
+            .max_number_of_messages(10)
+            .visibility_timeout(60)
+            .wait_time_seconds(1)
+            .message_system_attribute_names(
+                aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
+            )
+            .send()
+            .await;
+        let messages = match received {
+            Ok(output) => {
+                failures.succeeded();
+                output.messages.unwrap_or_default()
+            }
+            Err(receive_error) => {
+                failures.failed(&receive_error);
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        if messages.is_empty() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        }
+        let batch = QueueBatch {
+            records: messages
+                .iter()
+                .map(|message| QueueMessage {
+                    message_id: message.message_id().unwrap_or_default().to_owned(),
+                    receipt_handle: message.receipt_handle().unwrap_or_default().to_owned(),
+                    body: message.body().unwrap_or_default().to_owned(),
+                    attributes: message
+                        .attributes()
+                        .map(|attributes| {
+                            attributes
+                                .iter()
+                                .map(|(name, value)| (name.as_str().to_owned(), value.clone()))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                })
+                .collect(),
+        };
+        let answer = handle_batch(&ports, batch.clone()).await;
+        for message in &batch.records {
+            let failed = answer
+                .batch_item_failures
+                .iter()
+                .any(|failure| failure.item_identifier == message.message_id);
+            if failed {
+                continue;
+            }
+            if let Err(delete_error) = sqs
+                .delete_message()
+                .queue_url(&queue_url)
+                .receipt_handle(&message.receipt_handle)
+                .send()
+                .await
+            {
+                // It comes again; the refund record makes the second time a no-op.
+                tracing::warn!(error = %delete_error, "refund queue: could not delete a message");
+            }
         }
     }
 }

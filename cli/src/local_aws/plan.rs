@@ -271,11 +271,23 @@ mod tests {
                 (Kind::Table, "SeatsTable", "lineup-seats"),
                 (
                     Kind::Queue,
+                    "RefundDeadLetterQueue",
+                    "lineup-refunds-dead-letter.fifo"
+                ),
+                (Kind::Queue, "RefundQueue", "lineup-refunds.fifo"),
+                (
+                    Kind::Queue,
                     "TicketDeadLetterQueue",
                     "lineup-ticket-issued-dead-letter.fifo"
                 ),
                 (Kind::Queue, "TicketQueue", "lineup-ticket-issued.fifo"),
                 (Kind::Secret, "SigningKeySecret", "lineup-signing-key"),
+                (Kind::Secret, "StripeApiKeySecret", "lineup-stripe-api-key"),
+                (
+                    Kind::Secret,
+                    "StripeWebhookSecret",
+                    "lineup-stripe-webhook-secret"
+                ),
                 (Kind::Secret, "WebhookSecret", "lineup-webhook-secret"),
             ]
         );

@@ -10,6 +10,8 @@ use serde_yaml::Value;
 
 /// The ticket queue's logical id in the template.
 pub const TICKET_QUEUE: &str = "TicketQueue";
+/// The refund queue's logical id in `template.yaml` (the `refund` function's; `lineup dev` consumes it).
+pub const REFUND_QUEUE: &str = "RefundQueue";
 
 /// The template properties that are queue attributes under the same name. A property outside
 /// this list (and the redrive policy, tags and name, handled apart) is refused, so a queue

@@ -9,6 +9,13 @@ use aws_sdk_secretsmanager::Client;
 pub const DEV_SIGNING_KEY: &str = "lineup-local-development-key-not-a-secret";
 /// The development webhook secret (the samples' `Lineup-Signature`).
 pub const DEV_WEBHOOK_SECRET: &str = "whsec-local-development-not-a-secret-000";
+/// The development Stripe webhook endpoint secret (`events/stripe-webhook.json`'s signature).
+pub const DEV_STRIPE_WEBHOOK_SECRET: &str = "whsec_local_development_stripe_not_a_secret_0";
+/// The development Stripe key: localstripe and `lineup dev`'s provider take any `sk_test_` key.
+pub const DEV_STRIPE_API_KEY: &str = "sk_test_lineup_local_development_not_a_key";
+/// The development publishable key `lineup dev` hands the page (its provider takes any
+/// `pk_test_` key).
+pub const DEV_PUBLISHABLE_KEY: &str = "pk_test_lineup_local_development";
 /// The development origin check value, the `X-Lineup-Origin` header of the public samples.
 pub const DEV_ORIGIN_HEADER: &str = "lineup-local-origin-header-not-a-secret";
 
@@ -19,6 +26,8 @@ pub fn development_value(logical_id: &str) -> Option<&'static str> {
         "SigningKeySecret" => Some(DEV_SIGNING_KEY),
         "WebhookSecret" => Some(DEV_WEBHOOK_SECRET),
         "OriginVerifySecret" => Some(DEV_ORIGIN_HEADER),
+        "StripeWebhookSecret" => Some(DEV_STRIPE_WEBHOOK_SECRET),
+        "StripeApiKeySecret" => Some(DEV_STRIPE_API_KEY),
         _ => None,
     }
 }

@@ -5,6 +5,7 @@
 //! - [`redis`]: the queue and the seat map, one Lua script per operation.
 //! - [`dynamo`]: the seat ledger and the events table.
 //! - [`sqs`]: the ticket queue the outbox publishes to.
+//! - [`stripe`]: the payment provider, over Stripe's REST API (or localstripe's).
 //! - [`secrets_manager`] and [`secret_source`]: secrets fetched at cold start and on rotation.
 //! - [`aws`]: lean AWS SDK clients (credentials and region from the environment, ring TLS).
 
@@ -14,3 +15,4 @@ pub mod redis;
 pub mod secret_source;
 pub mod secrets_manager;
 pub mod sqs;
+pub mod stripe;

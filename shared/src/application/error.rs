@@ -185,6 +185,13 @@ pub enum LineupError {
     #[error("this order is no longer pending (paid, expired or released)")]
     OrderNotPending,
 
+    /// The order's payment has gone too far to cancel (it succeeded, or the bank is taking it):
+    /// the hold cannot be given back; the payment settles it (sold, or refunded) shortly.
+    #[error(
+        "this order's payment is being taken; it settles the order (sold, or refunded) shortly"
+    )]
+    PaymentInProgress,
+
     /// No such order (for a customer's route: none of theirs); the sentence is the message of
     /// the 404 `not_found`.
     #[error("{0}")]
@@ -277,7 +284,7 @@ impl LineupError {
             | Self::QueueEntryNotFound
             | Self::RouteNotFound { .. }
             | Self::DrawNotPublished => StatusCode::NOT_FOUND,
-            Self::QueueClosed => StatusCode::CONFLICT,
+            Self::QueueClosed | Self::PaymentInProgress => StatusCode::CONFLICT,
             Self::AvailabilityRebuilding
             | Self::CacheRecovering
             | Self::NumbersExhausted { .. } => StatusCode::SERVICE_UNAVAILABLE,
@@ -295,6 +302,7 @@ impl LineupError {
             Self::NotFound(_) => "not_found",
             Self::UnknownSeats(_) => "unknown_seats",
             Self::OrderNotPending => "order_not_pending",
+            Self::PaymentInProgress => "payment_in_progress",
             Self::HoldRefused(refused) => match refused {
                 HoldRefused::SeatsUnavailable(_) => "seats_unavailable",
                 HoldRefused::PriceChanged(_) => "price_changed",

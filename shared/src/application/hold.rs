@@ -1,7 +1,8 @@
-//! The `hold` function's routes: holding seats (exact seats, or best available in a section),
-//! releasing a hold, and an order's status. Holding needs the access token from the queue
-//! (`X-Queue-Token`); everything is the caller's own (another customer's order is answered as
-//! unknown). The seat map itself is public and cached (`status` serves it).
+//! The `hold` function's routes: holding seats (exact seats, or best available in a section) and
+//! an order's status. Holding needs the access token from the queue (`X-Queue-Token`); everything
+//! is the caller's own (another customer's order is answered as unknown). The seat map itself is
+//! public and cached (`status` serves it); giving a hold back is `checkout`'s, which cancels its
+//! payment first.
 
 use std::collections::HashSet;
 use std::hash::{BuildHasher, Hasher};
@@ -72,7 +73,6 @@ async fn route(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lineu
     };
     match route_key {
         Some("POST /events/{eventId}/holds") => hold(api, request).await,
-        Some("DELETE /events/{eventId}/holds/{orderId}") => release(api, request).await,
         Some("GET /orders/{orderId}") => order_status(api, request).await,
         _ => Err(LineupError::RouteNotFound {
             method: request.method().to_string(),
@@ -421,17 +421,6 @@ async fn own_order(api: &HoldApi, request: &Request) -> Result<Order, LineupErro
         Some(order) if order.customer_id == customer => Ok(order),
         _ => Err(LineupError::NotFound("no such order for this customer")),
     }
-}
-
-async fn release(api: &HoldApi, request: &Request) -> Result<Response<Body>, LineupError> {
-    let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
-    let order = own_order(api, request).await?;
-    if order.event_id != event {
-        return Err(LineupError::NotFound("no such order for this customer"));
-    }
-    api.ledger.release(&order).await?;
-    tracing::info!(event = %event, order = %order.order_id, "hold released");
-    Ok(response::no_content())
 }
 
 async fn order_status(api: &HoldApi, request: &Request) -> Result<Response<Body>, LineupError> {

@@ -4,13 +4,17 @@
 //! The functions (each `functions/<name>` runs the module of the same name):
 //! - [`join`] and [`poll`]: joining the queue and claiming an admission, over [`queue_api`].
 //! - [`admit`]: the scheduled admission loop.
-//! - [`hold`]: the seat map, holds, releases and order status.
+//! - [`hold`]: holds and order status.
+//! - [`checkout`]: paying for a hold (the provider's payment), or giving it back.
 //! - [`confirm`]: the payment webhooks, settling an order exactly once: the generic one, and
 //!   Stripe's ([`stripe_webhook`]).
 //! - [`expire`]: the scheduled sweep of lapsed holds, and closing sold-out queues.
 //! - [`status`]: the public, cacheable status, draw, seat map and layout.
 //! - [`availability`]: the seats table's stream kept as the public seat map.
 //! - [`outbox_stream`]: the outbox table's stream published as ticket messages.
+//! - [`refund`]: every `refund_required` carried out at the provider, exactly once.
+//! - [`reconcile`]: every open payment looked at again through the provider (lost webhooks,
+//!   lapsing holds).
 //!
 //! What they share:
 //! - [`ports`]: the traits adapters implement, one per capability.
@@ -29,6 +33,7 @@
 
 pub mod admit;
 pub mod availability;
+pub mod checkout;
 pub mod confirm;
 pub mod error;
 pub mod expire;
@@ -44,6 +49,8 @@ pub mod poll;
 pub mod ports;
 pub mod queue_api;
 pub mod rebuild;
+pub mod reconcile;
+pub mod refund;
 pub mod restore;
 pub mod rotating;
 pub mod seeding;

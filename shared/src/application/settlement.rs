@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use crate::application::ports::ledger::{Confirmation, OrderStatus, PaymentLedger, TicketLimits};
+use crate::application::ports::ledger::{
+    Confirmation, OpenPayments, OrderStatus, PaymentLedger, TicketLimits,
+};
 use crate::application::ports::queue::AdmissionRegistry;
 use crate::application::rotating::WebhookSecrets;
 use crate::domain::clock::Clock;
@@ -14,6 +16,9 @@ use crate::domain::clock::Clock;
 pub struct ConfirmApi {
     /// Settles the order, once per payment and idempotency key (DynamoDB).
     pub ledger: Arc<dyn PaymentLedger>,
+    /// Keeps a hold whose payment is in progress, ends one whose payment was cancelled
+    /// (DynamoDB; Stripe's non-settling events).
+    pub holds: Arc<dyn OpenPayments>,
     /// Ends the admission a paid hold was made under, freeing its slot (Redis).
     pub admissions: Arc<dyn AdmissionRegistry>,
     /// The events' ticket limits now (the queue store's settings).

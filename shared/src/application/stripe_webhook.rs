@@ -71,7 +71,8 @@ struct PaymentIntent {
 struct Received<'a> {
     received: bool,
     /// What Lineup did with it: `paid`, `refund_required` (paid late: refunded),
-    /// `recorded_for_refund` (money that cannot buy its order), or `ignored`.
+    /// `recorded_for_refund` (money that cannot buy its order), `hold_kept` (a payment in
+    /// progress), `order_ended` (its payment cancelled), or `ignored`.
     outcome: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     order_id: Option<String>,
@@ -125,6 +126,14 @@ async fn receive(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
     })?;
     let answer = match event.kind.as_str() {
         "payment_intent.succeeded" => succeeded(api, &event, now).await?,
+        // The bank is at work (3-D Secure, a slow method): the hold is kept, up to the bound.
+        "payment_intent.processing" | "payment_intent.requires_action" => {
+            in_progress(api, &event).await?
+        }
+        // Cancelled (by Lineup as a hold ended, or by hand in Stripe's dashboard): an order
+        // still pending with it ends, its seats back on sale.
+        "payment_intent.canceled" => canceled(api, &event).await?,
+        // A declined card leaves the order payable: the customer may try another.
         other => {
             tracing::info!(event = %event.id, kind = other, "Stripe event not acted on");
             Received {
@@ -201,6 +210,66 @@ async fn succeeded(
         received: true,
         outcome: if paid { "paid" } else { "refund_required" },
         order_id: Some(order_id),
+    })
+}
+
+/// The order a PaymentIntent event is about, if it is still pending with that payment.
+async fn pending_order_of(
+    api: &ConfirmApi,
+    event: &StripeEvent,
+) -> Result<Option<(crate::application::ports::ledger::Order, PaymentId)>, LineupError> {
+    let intent: PaymentIntent =
+        serde_json::from_value(event.data.object.clone()).map_err(|_| {
+            LineupError::invalid(
+                "invalid_body",
+                "data.object must be a PaymentIntent with id, amount, currency and metadata",
+            )
+        })?;
+    let Ok(terms) = OrderTerms::from_metadata(&intent.metadata, 0, &intent.currency) else {
+        return Ok(None);
+    };
+    let payment = PaymentId::parse(&intent.id)?;
+    let order = api.holds.order(&terms.order_id).await?;
+    Ok(order
+        .filter(|order| {
+            order.status == OrderStatus::Pending
+                && order.checkout_payment.as_ref() == Some(&payment)
+        })
+        .map(|order| (order, payment)))
+}
+
+async fn in_progress(
+    api: &ConfirmApi,
+    event: &StripeEvent,
+) -> Result<Received<'static>, LineupError> {
+    let Some((order, payment)) = pending_order_of(api, event).await? else {
+        return Ok(ignored());
+    };
+    let bound = order.created_at
+        + crate::application::ports::ledger::HOLD_DURATION
+        + crate::application::ports::ledger::PAYMENT_GRACE;
+    let kept = api.holds.extend_hold(&order, &payment, bound).await?;
+    tracing::info!(event = %event.id, order = %order.order_id, kept, "payment in progress: hold kept to its bound");
+    Ok(Received {
+        received: true,
+        outcome: if kept { "hold_kept" } else { "ignored" },
+        order_id: Some(order.order_id.as_str().to_owned()),
+    })
+}
+
+async fn canceled(api: &ConfirmApi, event: &StripeEvent) -> Result<Received<'static>, LineupError> {
+    let Some((order, payment)) = pending_order_of(api, event).await? else {
+        return Ok(ignored());
+    };
+    let ended = api
+        .holds
+        .end_unpaid(&order, &payment, OrderStatus::Released)
+        .await?;
+    tracing::info!(event = %event.id, order = %order.order_id, ended, "payment cancelled: order ended");
+    Ok(Received {
+        received: true,
+        outcome: if ended { "order_ended" } else { "ignored" },
+        order_id: Some(order.order_id.as_str().to_owned()),
     })
 }
 

@@ -1,9 +1,9 @@
-//! Amounts between Lineup's unit and Stripe's. Lineup counts money in ISO 4217 minor units
-//! (24000 KRW is 24000, 12.50 USD is 1250, 1.234 KWD is 1234); Stripe counts in its own unit,
-//! which is the same for most currencies but not all: ISK is two-decimal at Stripe (ISO: none),
-//! MGA zero-decimal (ISO: two), and its three-decimal currencies take only amounts whose last
-//! digit is 0. An amount that has no exact equivalent is refused, never rounded: a rounded price
-//! would charge the customer something other than what Lineup recorded.
+//! Money amounts, and how they cross between Lineup's unit and Stripe's. Lineup counts money in
+//! ISO 4217 minor units (24000 KRW is 24000, 12.50 USD is 1250, 1.234 KWD is 1234); Stripe counts
+//! in its own unit, which is the same for most currencies but not all: ISK is two-decimal at
+//! Stripe (ISO: none), MGA zero-decimal (ISO: two), and its three-decimal currencies take only
+//! amounts whose last digit is 0. An amount that has no exact equivalent is refused, never
+//! rounded: a rounded price would charge the customer something other than what Lineup recorded.
 
 /// Why an amount cannot cross between Lineup's unit and Stripe's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -131,7 +131,8 @@ pub fn confirm_api(
     clock: Arc<dyn Clock>,
 ) -> ConfirmApi {
     ConfirmApi {
-        ledger,
+        ledger: ledger.clone(),
+        holds: ledger,
         admissions: queue.clone(),
         limits: queue,
         secret,

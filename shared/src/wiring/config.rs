@@ -13,11 +13,14 @@
 //! | `poll` | [`PollConfig`]: Redis, the signing key, the events table |
 //! | `status` | [`StatusConfig`]: Redis, the events table |
 //! | `hold` | [`HoldConfig`]: Redis, the signing key, the tables |
-//! | `confirm` | [`ConfirmConfig`]: Redis, the tables, the webhook secret |
+//! | `checkout` | [`CheckoutConfig`]: the tables, the payment provider, its publishable key |
+//! | `confirm` | [`ConfirmConfig`]: Redis, the tables, the webhook secrets (generic, Stripe's) |
 //! | `admit` | [`AdmitConfig`]: Redis, the events table, the tables (to rebuild a lost seat map), its tick and run time |
 //! | `expire` | [`ExpireConfig`]: Redis, the tables |
 //! | `outbox-stream` | [`OutboxStreamConfig`]: the ticket queue, how to reach SQS |
 //! | `availability` | [`AvailabilityConfig`]: Redis |
+//! | `reconcile` | [`ReconcileConfig`]: the tables, the payment provider |
+//! | `refund` | [`RefundConfig`]: the tables, the payment provider, the refund queue |
 //!
 //! Secrets come from Secrets Manager (`*_SECRET_ARN`) or, locally, as literals (see
 //! [`crate::adapters::secret_source`]).
@@ -32,6 +35,7 @@ use crate::adapters::redis::connection::{RedisSettings, REDIS_DEFAULT_TIMEOUT};
 use crate::adapters::secret_source::KeySource;
 use crate::adapters::secrets_manager::SecretRef;
 use crate::adapters::sqs::PublisherConfig;
+use crate::adapters::stripe::{InvalidApiKey, StripeApiKey};
 use crate::application::http::origin::{OriginSecret, OriginSecretTooShort};
 use crate::domain::keys::SecretKey;
 use crate::domain::signing::{KeyTooShort, SigningKey};
@@ -50,6 +54,14 @@ pub const WEBHOOK_SECRET_SECRET_ARN: &str = "LINEUP_WEBHOOK_SECRET_ARN";
 pub const STRIPE_WEBHOOK_SECRET: &str = "LINEUP_STRIPE_WEBHOOK_SECRET";
 /// The ARN of Stripe's webhook endpoint secret in Secrets Manager (AWS).
 pub const STRIPE_WEBHOOK_SECRET_ARN: &str = "LINEUP_STRIPE_WEBHOOK_SECRET_ARN";
+/// Where Stripe's API is (default `https://api.stripe.com`).
+pub const STRIPE_API_BASE: &str = "STRIPE_API_BASE";
+/// Lineup's Stripe secret key (`sk_...`), literal: local runs only.
+pub const STRIPE_API_KEY: &str = "LINEUP_STRIPE_API_KEY";
+/// The ARN of Lineup's Stripe secret key in Secrets Manager (AWS).
+pub const STRIPE_API_KEY_ARN: &str = "LINEUP_STRIPE_API_KEY_ARN";
+/// Stripe's publishable key (`pk_...`), given to the browser; not a secret.
+pub const STRIPE_PUBLISHABLE_KEY: &str = "STRIPE_PUBLISHABLE_KEY";
 /// A JWT claim that must be `true` before a customer may join (e.g. `email_verified`).
 pub const REQUIRED_CLAIM: &str = "LINEUP_REQUIRED_CLAIM";
 /// The value CloudFront sends in `X-Lineup-Origin`: literal (local) or its secret's ARN (AWS).
@@ -106,6 +118,9 @@ pub enum ConfigError {
     /// The literal origin secret is too short.
     #[error("environment variable LINEUP_ORIGIN_SECRET is not usable")]
     OriginSecret(#[source] OriginSecretTooShort),
+    /// The literal Stripe API key is not one.
+    #[error("environment variable LINEUP_STRIPE_API_KEY is not usable")]
+    StripeApiKey(#[source] InvalidApiKey),
     /// The literal Stripe webhook secret is too short.
     #[error("environment variable LINEUP_STRIPE_WEBHOOK_SECRET is not usable")]
     StripeWebhookSecret(#[source] SecretTooShort),
@@ -555,6 +570,143 @@ impl OutboxStreamConfig {
     }
 }
 
+/// How to reach the payment provider (Stripe): its API's address and Lineup's secret key.
+#[derive(Debug, Clone)]
+pub struct StripeSettings {
+    /// `STRIPE_API_BASE`: `https://api.stripe.com` unless set (locally: localstripe or
+    /// `lineup dev`'s provider).
+    pub api_base: String,
+    /// `LINEUP_STRIPE_API_KEY_ARN` (AWS) or `LINEUP_STRIPE_API_KEY` (local runs only).
+    pub api_key: KeySource<StripeApiKey>,
+}
+
+impl StripeSettings {
+    /// Stripe's own address.
+    pub const DEFAULT_API_BASE: &'static str = "https://api.stripe.com";
+
+    /// Through `lookup`.
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let api_base = lookup(STRIPE_API_BASE)
+            .filter(|base| !base.is_empty())
+            .unwrap_or_else(|| Self::DEFAULT_API_BASE.to_owned());
+        if !(api_base.starts_with("https://")
+            || api_base.starts_with("http://127.0.0.1")
+            || api_base.starts_with("http://localhost"))
+        {
+            return Err(ConfigError::Invalid {
+                name: STRIPE_API_BASE,
+                reason: "expected an https:// address (plain http only on this machine)".to_owned(),
+            });
+        }
+        Ok(Self {
+            api_base: api_base.trim_end_matches('/').to_owned(),
+            api_key: KeySource::from_lookup(
+                lookup,
+                STRIPE_API_KEY,
+                STRIPE_API_KEY_ARN,
+                ConfigError::StripeApiKey,
+            )?,
+        })
+    }
+}
+
+/// `checkout`: the tables (orders read, tied to a payment, released), the provider, Stripe's
+/// publishable key for the browser, and the origin check.
+#[derive(Debug, Clone)]
+pub struct CheckoutConfig {
+    /// The tables.
+    pub ledger: LedgerConfig,
+    /// The payment provider.
+    pub stripe: StripeSettings,
+    /// `STRIPE_PUBLISHABLE_KEY` (`pk_...`, not a secret); unset or empty: none given out.
+    pub publishable_key: Option<String>,
+    /// The origin secret's source; `None`: every request is let through (local runs).
+    pub origin: Option<KeySource<OriginSecret>>,
+}
+
+impl CheckoutConfig {
+    /// From the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let publishable_key = lookup(STRIPE_PUBLISHABLE_KEY).filter(|key| !key.is_empty());
+        if let Some(key) = &publishable_key {
+            if !key.starts_with("pk_") || !key.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(ConfigError::Invalid {
+                    name: STRIPE_PUBLISHABLE_KEY,
+                    reason: "expected a Stripe publishable key (pk_...)".to_owned(),
+                });
+            }
+        }
+        Ok(Self {
+            ledger: LedgerConfig::from_lookup(lookup)?,
+            stripe: StripeSettings::from_lookup(lookup)?,
+            publishable_key,
+            origin: origin_secret(lookup)?,
+        })
+    }
+}
+
+/// `reconcile`: the tables (open payments, settlements, holds kept or ended) and the provider.
+#[derive(Debug, Clone)]
+pub struct ReconcileConfig {
+    /// The tables.
+    pub ledger: LedgerConfig,
+    /// The payment provider.
+    pub stripe: StripeSettings,
+}
+
+impl ReconcileConfig {
+    /// From the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            ledger: LedgerConfig::from_lookup(lookup)?,
+            stripe: StripeSettings::from_lookup(lookup)?,
+        })
+    }
+}
+
+/// `refund`: the orders table (refund records, payments' totals), the provider, and the refund
+/// queue (to hand a message back for later).
+#[derive(Debug, Clone)]
+pub struct RefundConfig {
+    /// The tables.
+    pub ledger: LedgerConfig,
+    /// The payment provider.
+    pub stripe: StripeSettings,
+    /// `REFUND_QUEUE_URL`: the queue the function consumes.
+    pub queue_url: String,
+}
+
+impl RefundConfig {
+    /// From the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&env)
+    }
+
+    /// The same, from any lookup: tests pass a map instead of touching the process environment.
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let queue_url = lookup(crate::adapters::sqs::PublisherConfig::REFUND_QUEUE_URL)
+            .filter(|url| !url.trim().is_empty())
+            .ok_or(ConfigError::Missing(
+                crate::adapters::sqs::PublisherConfig::REFUND_QUEUE_URL,
+            ))?;
+        Ok(Self {
+            ledger: LedgerConfig::from_lookup(lookup)?,
+            stripe: StripeSettings::from_lookup(lookup)?,
+            queue_url,
+        })
+    }
+}
+
 /// `availability`: Redis, where the seats table's stream is projected.
 #[derive(Debug, Clone)]
 pub struct AvailabilityConfig {
@@ -605,13 +757,19 @@ impl AwsSettings {
 impl PublisherConfig {
     /// The variable holding the ticket queue's URL.
     pub const QUEUE_URL: &'static str = "TICKET_QUEUE_URL";
+    /// The variable holding the refund queue's URL (optional).
+    pub const REFUND_QUEUE_URL: &'static str = "REFUND_QUEUE_URL";
 
     /// From a lookup of the environment ([`crate::wiring::config::OutboxStreamConfig`] passes it).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let queue_url = lookup(Self::QUEUE_URL)
             .filter(|url| !url.trim().is_empty())
             .ok_or(ConfigError::Missing(Self::QUEUE_URL))?;
-        Ok(Self { queue_url })
+        let refund_queue_url = lookup(Self::REFUND_QUEUE_URL).filter(|url| !url.trim().is_empty());
+        Ok(Self {
+            queue_url,
+            refund_queue_url,
+        })
     }
 }
 

@@ -11,6 +11,8 @@ pub enum Trigger {
     Schedule,
     /// A DynamoDB stream.
     Stream,
+    /// An SQS queue.
+    Queue,
 }
 
 /// One Lambda function.
@@ -26,8 +28,8 @@ pub struct Function {
 }
 
 /// Every function, in the order of the request path: joining, waiting, admission, holding,
-/// paying, lapsing, then the streams and the public reads.
-pub const FUNCTIONS: [Function; 9] = [
+/// paying, lapsing, then the streams, the refunds and the public reads.
+pub const FUNCTIONS: [Function; 12] = [
     Function {
         name: "join",
         logical_id: "JoinFunction",
@@ -49,6 +51,11 @@ pub const FUNCTIONS: [Function; 9] = [
         trigger: Trigger::Http,
     },
     Function {
+        name: "checkout",
+        logical_id: "CheckoutFunction",
+        trigger: Trigger::Http,
+    },
+    Function {
         name: "confirm",
         logical_id: "ConfirmFunction",
         trigger: Trigger::Http,
@@ -62,6 +69,16 @@ pub const FUNCTIONS: [Function; 9] = [
         name: "outbox-stream",
         logical_id: "OutboxStreamFunction",
         trigger: Trigger::Stream,
+    },
+    Function {
+        name: "reconcile",
+        logical_id: "ReconcileFunction",
+        trigger: Trigger::Schedule,
+    },
+    Function {
+        name: "refund",
+        logical_id: "RefundFunction",
+        trigger: Trigger::Queue,
     },
     Function {
         name: "status",

@@ -14,14 +14,18 @@ use serde_json::Value;
 use crate::adapters::aws;
 use crate::adapters::redis::queue::RedisQueue;
 use crate::adapters::secret_source::origin_guard;
-use crate::adapters::sqs::SqsPublisher;
+use crate::adapters::sqs::{SqsPublisher, SqsRetries};
+use crate::adapters::stripe::StripeProvider;
 use crate::application::http::origin::OriginGuard;
-use crate::application::{admit, availability, confirm, hold, join, outbox_stream, poll, status};
+use crate::application::{
+    admit, availability, checkout, confirm, hold, join, outbox_stream, poll, reconcile, refund,
+    status,
+};
 use crate::domain::clock::SystemClock;
 use crate::wiring::backends::{self, Admit, Expire, Queue};
 use crate::wiring::config::{
-    AdmitConfig, AvailabilityConfig, ConfirmConfig, ExpireConfig, HoldConfig, JoinConfig,
-    OutboxStreamConfig, PollConfig, StatusConfig,
+    AdmitConfig, AvailabilityConfig, CheckoutConfig, ConfirmConfig, ExpireConfig, HoldConfig,
+    JoinConfig, OutboxStreamConfig, PollConfig, ReconcileConfig, RefundConfig, StatusConfig,
 };
 use crate::wiring::logging;
 
@@ -180,10 +184,91 @@ pub async fn outbox_stream() -> Result<(), Error> {
     logging::init();
     // A missing queue URL stops the function here, before it takes a batch.
     let config = OutboxStreamConfig::from_env()?;
-    let publisher = SqsPublisher::new(aws::sqs(&config.aws), config.publisher.queue_url);
+    let mut publisher = SqsPublisher::new(aws::sqs(&config.aws), config.publisher.queue_url);
+    if let Some(refunds) = config.publisher.refund_queue_url {
+        publisher = publisher.with_refund_queue(refunds);
+    }
     let publisher = &publisher;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         outbox_stream::handle(publisher, event).await
+    }))
+    .await
+}
+
+/// `checkout`: `POST /orders/{orderId}/payment` and `DELETE /events/{eventId}/holds/{orderId}`.
+pub async fn checkout() -> Result<(), Error> {
+    logging::init();
+    let config = CheckoutConfig::from_env()?;
+    let origin = origin_guard(config.origin.clone()).await?;
+    let ledger = Arc::new(config.ledger.ledger());
+    let api_key = config.stripe.api_key.load().await?;
+    // The key as fetched at cold start (a rotated key reaches new instances).
+    let provider = StripeProvider::open(
+        config.stripe.api_base.clone(),
+        api_key.ring().current().clone(),
+    )?;
+    let api = checkout::CheckoutApi {
+        orders: ledger.clone(),
+        checkout: ledger,
+        provider: Arc::new(provider),
+        publishable_key: config.publishable_key,
+        clock: Arc::new(SystemClock),
+    };
+    serve_http(origin, move |request| {
+        let api = api.clone();
+        async move { checkout::handle(&api, request).await }
+    })
+    .await
+}
+
+/// `reconcile`: scheduled every minute; every open payment looked at again through the
+/// provider, once per invocation.
+pub async fn reconcile() -> Result<(), Error> {
+    logging::init();
+    let config = ReconcileConfig::from_env()?;
+    let ledger = config.ledger.ledger();
+    let api_key = config.stripe.api_key.load().await?;
+    // The key as fetched at cold start (a rotated key reaches new instances).
+    let provider = StripeProvider::open(
+        config.stripe.api_base.clone(),
+        api_key.ring().current().clone(),
+    )?;
+    let (ledger, provider) = (&ledger, &provider);
+    lambda_runtime::run(service_fn(move |_: LambdaEvent<Value>| async move {
+        let ports = reconcile::ReconcilePorts {
+            orders: ledger,
+            ledger: ledger as &dyn crate::application::ports::ledger::PaymentLedger,
+            provider,
+            clock: &SystemClock,
+        };
+        Ok::<_, Error>(reconcile::reconcile(&ports, None).await?)
+    }))
+    .await
+}
+
+/// `refund`: fed by the refund queue; carries out each `refund_required` at the provider and
+/// hands back what could not be done now (`ReportBatchItemFailures`).
+pub async fn refund() -> Result<(), Error> {
+    logging::init();
+    let config = RefundConfig::from_env()?;
+    let ledger = config.ledger.ledger();
+    let api_key = config.stripe.api_key.load().await?;
+    // The key as fetched at cold start (a rotated key reaches new instances).
+    let provider = StripeProvider::open(
+        config.stripe.api_base.clone(),
+        api_key.ring().current().clone(),
+    )?;
+    let retries = SqsRetries::new(aws::sqs(&config.ledger.aws), config.queue_url.clone());
+    let (ledger, provider, retries) = (&ledger, &provider, &retries);
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        let batch: refund::QueueBatch = serde_json::from_value(event.payload)?;
+        let ports = refund::RefundPorts {
+            ledger,
+            provider,
+            retries,
+            clock: &SystemClock,
+        };
+        Ok::<_, Error>(refund::handle_batch(&ports, batch).await)
     }))
     .await
 }

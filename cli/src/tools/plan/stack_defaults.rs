@@ -11,6 +11,8 @@ pub enum Function {
     Join,
     Poll,
     Hold,
+    /// A payment for a hold, or its release (outside the VPC: it calls the provider).
+    Checkout,
     Confirm,
     Admit,
     Expire,
@@ -18,19 +20,26 @@ pub enum Function {
     Status,
     /// The seats table's stream to the seat map's bits in Redis (docs/decisions/0017).
     Availability,
+    /// The refund queue: each `refund_required` carried out at the payment provider.
+    Refund,
+    /// Every minute: open payments looked at again through the provider.
+    Reconcile,
 }
 
 impl Function {
-    pub const ALL: [Function; 9] = [
+    pub const ALL: [Function; 12] = [
         Function::Join,
         Function::Poll,
         Function::Hold,
+        Function::Checkout,
         Function::Confirm,
         Function::Admit,
         Function::Expire,
         Function::OutboxStream,
         Function::Status,
         Function::Availability,
+        Function::Refund,
+        Function::Reconcile,
     ];
 
     pub fn name(self) -> &'static str {
@@ -38,12 +47,15 @@ impl Function {
             Function::Join => "join",
             Function::Poll => "poll",
             Function::Hold => "hold",
+            Function::Checkout => "checkout",
             Function::Confirm => "confirm",
             Function::Admit => "admit",
             Function::Expire => "expire",
             Function::OutboxStream => "outbox-stream",
             Function::Status => "status",
             Function::Availability => "availability",
+            Function::Refund => "refund",
+            Function::Reconcile => "reconcile",
         }
     }
 
@@ -53,12 +65,15 @@ impl Function {
             Function::Join => "JoinConcurrency",
             Function::Poll => "PollConcurrency",
             Function::Hold => "HoldConcurrency",
+            Function::Checkout => "CheckoutConcurrency",
             Function::Confirm => "ConfirmConcurrency",
             Function::Admit => "AdmitConcurrency",
             Function::Expire => "ExpireConcurrency",
             Function::OutboxStream => "OutboxStreamConcurrency",
             Function::Status => "StatusConcurrency",
             Function::Availability => "AvailabilityConcurrency",
+            Function::Refund => "RefundConcurrency",
+            Function::Reconcile => "ReconcileConcurrency",
         }
     }
 
@@ -68,21 +83,26 @@ impl Function {
             Function::Join => 200.0,
             Function::Poll => 300.0,
             Function::Hold => 250.0,
+            Function::Checkout => 40.0,
             Function::Confirm => 50.0,
             Function::Admit => 2.0,
             Function::Expire => 2.0,
             Function::OutboxStream => 10.0,
             Function::Status => 20.0,
             Function::Availability => 10.0,
+            Function::Refund => 5.0,
+            Function::Reconcile => 2.0,
         }
     }
 
     /// Secrets each instance reads (every HTTP function checks CloudFront's origin secret; join,
-    /// poll and hold also read the signing key, confirm the webhook secret).
+    /// poll and hold also read the signing key, confirm the webhook secrets; refund reads the
+    /// Stripe key).
     pub fn secrets_read(self) -> f64 {
         match self {
-            Function::Join | Function::Poll | Function::Hold | Function::Confirm => 2.0,
-            Function::Status => 1.0,
+            Function::Join | Function::Poll | Function::Hold | Function::Checkout => 2.0,
+            Function::Confirm => 3.0,
+            Function::Status | Function::Refund | Function::Reconcile => 1.0,
             Function::Admit
             | Function::Expire
             | Function::OutboxStream

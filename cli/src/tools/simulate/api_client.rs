@@ -100,6 +100,10 @@ pub mod routes {
     pub fn order() -> ContractRoute {
         contract(Method::GET, "/orders/{orderId}")
     }
+    /// The provider's payment for a held order (checkout).
+    pub fn payment() -> ContractRoute {
+        contract(Method::POST, "/orders/{orderId}/payment")
+    }
     /// Public (no JWT), served through the CDN.
     pub fn status() -> ContractRoute {
         contract(Method::GET, "/events/{eventId}/status")
@@ -109,8 +113,9 @@ pub mod routes {
         contract(Method::GET, "/events/{eventId}/draw/{prefix}")
     }
 
-    /// `lineup dev`'s own routes, beside the contract's.
-    pub const PAY: &str = "POST /dev/payments";
+    /// `lineup dev`'s own routes, beside the contract's: its provider's Stripe-shaped confirm,
+    /// as Stripe.js calls it from the browser.
+    pub const PAY: &str = "POST /v1/payment_intents/{id}/confirm";
     pub const DEV_INFO: &str = "GET /dev/info";
     pub const TICKETS: &str = "GET /dev/tickets";
 }
@@ -262,6 +267,8 @@ struct Call<'a> {
     bearer: Option<&'a str>,
     queue_token: Option<&'a str>,
     body: Option<serde_json::Value>,
+    /// A form-encoded body instead (Stripe's API).
+    form: Option<Vec<(String, String)>>,
     /// Whether sending it twice is harmless (then a request with no answer is sent again).
     repeatable: bool,
 }
@@ -276,6 +283,7 @@ impl<'a> Call<'a> {
             bearer: Some(bearer),
             queue_token: None,
             body: None,
+            form: None,
             repeatable: true,
         }
     }
@@ -378,6 +386,9 @@ impl Api {
             }
             if let Some(token) = call.queue_token {
                 request = request.header("X-Queue-Token", token);
+            }
+            if let Some(form) = &call.form {
+                request = request.form(form);
             }
             if let Some(body) = &call.body {
                 request = request.json(body);
@@ -706,26 +717,42 @@ impl Api {
 
     // ---- the `lineup dev` routes ----
 
-    /// Asks the simulated payment provider to pay the order; it calls the webhook itself.
-    pub async fn pay(&self, order: &OrderView) -> Result<(), CallError> {
+    /// The order's payment (checkout), then paid as Stripe.js pays it: confirmed at `lineup
+    /// dev`'s provider with the publishable key and the client secret. The provider then sends
+    /// Stripe's webhook itself (or, with `--lose-webhooks`, loses it for reconciliation).
+    pub async fn pay(&self, jwt: &str, order: &OrderView) -> Result<(), CallError> {
+        let answer = self
+            // Checkout makes one payment per order whatever the repeats.
+            .send(Call::to(
+                routes::payment(),
+                &[("orderId", &order.order_id)],
+                jwt,
+            ))
+            .await?;
+        let payment: PaymentView = match answer.status {
+            StatusCode::OK => answer.json()?,
+            _ => return Err(answer.unexpected()),
+        };
+        let key = payment.publishable_key.unwrap_or_default();
+        let mut form = vec![("payment_method".to_owned(), "pm_card_visa".to_owned())];
+        if let Some(secret) = payment.client_secret {
+            form.push(("client_secret".to_owned(), secret));
+        }
         let answer = self
             .send(Call {
                 route: routes::PAY,
                 method: Method::POST,
-                path: "/dev/payments".to_owned(),
-                bearer: None,
+                path: format!("/v1/payment_intents/{}/confirm", payment.payment_id),
+                bearer: Some(&key),
                 queue_token: None,
-                body: Some(serde_json::json!({
-                    "orderId": order.order_id,
-                    "amount": order.amount,
-                    "currency": order.currency,
-                })),
-                // A repeat would be a second payment.
-                repeatable: false,
+                body: None,
+                form: Some(form),
+                // A second confirm of a succeeded payment is refused, not paid twice.
+                repeatable: true,
             })
             .await?;
         match answer.status {
-            StatusCode::ACCEPTED | StatusCode::OK | StatusCode::CREATED => Ok(()),
+            StatusCode::OK => Ok(()),
             _ => Err(answer.unexpected()),
         }
     }
@@ -738,6 +765,7 @@ impl Api {
             bearer: None,
             queue_token: None,
             body: None,
+            form: None,
             repeatable: false,
         })
         .await
@@ -752,6 +780,7 @@ impl Api {
                 bearer: None,
                 queue_token: None,
                 body: None,
+                form: None,
                 repeatable: true,
             })
             .await?;
@@ -928,6 +957,15 @@ pub struct OrderView {
     pub currency: String,
 }
 
+/// What checkout answers: the order's payment, and what the browser pays it with.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentView {
+    pub payment_id: String,
+    pub client_secret: Option<String>,
+    pub publishable_key: Option<String>,
+}
+
 /// What a hold came to.
 #[derive(Debug)]
 pub enum HoldAnswer {
@@ -970,6 +1008,7 @@ mod tests {
             routes::hold(),
             routes::release(),
             routes::order(),
+            routes::payment(),
         ]
         .iter()
         .map(|route| route.key)

@@ -397,10 +397,10 @@ impl Customer {
         }
     }
 
-    /// Pays through the simulated provider, then refreshes the order until it is settled.
+    /// Pays through checkout and the provider, then refreshes the order until it is settled.
     async fn pay(&mut self, order: &OrderView, queue_id: &str) -> Result<Outcome, CallError> {
         let context = Arc::clone(&self.context);
-        context.api.pay(order).await?;
+        context.api.pay(&self.jwt, order).await?;
         let deadline = Instant::now() + context.payment_timeout;
         loop {
             tokio::time::sleep(ORDER_POLL_INTERVAL).await;

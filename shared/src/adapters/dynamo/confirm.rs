@@ -532,7 +532,7 @@ impl DynamoLedger {
 
 /// The outbox id of a payment's refund event: derived from the payment id (hashed: payment ids
 /// may be longer than an SQS deduplication id allows).
-fn refund_outbox_id(payment: &PaymentConfirmation) -> String {
+pub(crate) fn refund_outbox_id(payment: &PaymentConfirmation) -> String {
     let digest = Sha256::digest(payment.payment_id.as_str().as_bytes());
     format!("refund-{}", hex::encode(&digest[..20]))
 }

@@ -1,5 +1,6 @@
 //! The expiry sweep: finds lapsed PENDING orders through the sparse `pending_by_expiry` index,
-//! marks them EXPIRED and returns their seats to AVAILABLE. Correctness never waits for it (a
+//! marks them EXPIRED and returns their seats to AVAILABLE (but those with a payment tied to them:
+//! reconciliation cancels the payment first). Correctness never waits for it (a
 //! hold re-takes lapsed seats by itself); it only makes the seat map and order status true.
 
 use std::time::SystemTime;
@@ -23,6 +24,9 @@ impl DynamoLedger {
                 .table_name(&self.tables.orders)
                 .index_name(PENDING_INDEX)
                 .key_condition_expression("pending_shard = :shard AND expires_at < :now")
+                // An order with a payment is reconciliation's: its payment is cancelled before
+                // its seats go back on sale (`application::reconcile`).
+                .filter_expression("attribute_not_exists(checkout_payment_id)")
                 .expression_attribute_values(":shard", s(pending_shard_key(shard)))
                 .expression_attribute_values(":now", n(now_ms))
                 .into_paginator()

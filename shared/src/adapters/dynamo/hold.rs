@@ -110,6 +110,7 @@ impl DynamoLedger {
             payment_id: None,
             ticket_limit: request.ticket_limit,
             admission_expires_at: Some(unix_millis(request.admission_expires_at)),
+            checkout_payment_id: None,
         };
         let put_order = Put::builder()
             .table_name(&self.tables.orders)

@@ -44,6 +44,8 @@ pub const HOLD_LOCK_PREFIX: &str = "HOLD#";
 pub const IDEMPOTENCY_PREFIX: &str = "IDEMPOTENCY#";
 /// A payment's record, which settles at most one order: `PAYMENT#<paymentId>`.
 pub const PAYMENT_PREFIX: &str = "PAYMENT#";
+/// A refund as recorded, by Lineup's refund id (`REFUND#<refund id>`).
+pub const REFUND_PREFIX: &str = "REFUND#";
 /// A customer's count of seats bought for an event: `TICKETS#<eventId>#<customerId>`.
 pub const TICKETS_BOUGHT_PREFIX: &str = "TICKETS#";
 /// The pending index's partition keys: `PENDING#<shard>`.
@@ -162,6 +164,9 @@ pub(crate) struct OrderItem {
     /// The end of the admission the seats were held under, Unix milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission_expires_at: Option<u64>,
+    /// The provider payment checkout made for the order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkout_payment_id: Option<String>,
 }
 
 pub(crate) fn pending_shard(order: &OrderId) -> String {
@@ -191,9 +196,16 @@ impl OrderItem {
             amount: self.amount,
             currency: self.currency.clone(),
             status: self.status,
+            created_at: from_unix_millis(self.created_at),
             expires_at: from_unix_millis(self.expires_at),
             ticket_limit: self.ticket_limit,
             admission_expires_at: self.admission_expires_at.map(from_unix_millis),
+            checkout_payment: self
+                .checkout_payment_id
+                .as_deref()
+                .map(PaymentId::parse)
+                .transpose()
+                .map_err(unexpected)?,
         })
     }
 }

@@ -5,17 +5,22 @@
 //!   many partitions as it has seats and no item is written by every hold;
 //! - orders: orders, plus the small records that make rules atomic conditions: one open hold per
 //!   customer per event (`HOLD#`), one answer per idempotency key (`IDEMPOTENCY#`), one order per
-//!   payment (`PAYMENT#`), the seats a customer bought (`TICKETS#`, for the ticket limit);
+//!   payment (`PAYMENT#`, with what refunds took of it), the seats a customer bought
+//!   (`TICKETS#`, for the ticket limit), one record per refund (`REFUND#`);
 //! - outbox: events for `outbox-stream`, written in the same transaction as the sale.
 
 pub(crate) mod batch_write;
+pub mod cancellation;
+pub mod checkout;
 pub mod confirm;
 pub mod error;
 pub mod event_records;
 pub mod expire;
 pub mod hold;
 pub mod items;
+pub mod open_payments;
 pub mod orders;
+pub mod refunds;
 pub mod seats;
 
 use aws_sdk_dynamodb::error::SdkError;

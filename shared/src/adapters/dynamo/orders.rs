@@ -78,7 +78,9 @@ impl DynamoLedger {
             update = update.expression_attribute_values(":customer", s(customer.as_str()));
         }
         if let Some(before) = lapsed_before {
-            condition.push_str(" AND expires_at < :now");
+            // The sweep: never an order with a payment (reconciliation cancels it first).
+            condition
+                .push_str(" AND expires_at < :now AND attribute_not_exists(checkout_payment_id)");
             update = update.expression_attribute_values(":now", n(before));
         }
         match update.condition_expression(condition).send().await {

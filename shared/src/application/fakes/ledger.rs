@@ -21,17 +21,20 @@ use sha2::{Digest, Sha256};
 
 use crate::application::error::{HoldRefused, LineupError, PaymentRefused, Store};
 use crate::application::fakes::outage::{Faulty, Outage};
-use crate::application::ports::ledger::OrderTerms;
 use crate::application::ports::ledger::{
-    stricter_limit, Confirmation, HoldRequest, HoldSweeper, Order, OrderStatus,
-    PaymentConfirmation, PaymentFor, PaymentLedger, PaymentOutcome, SeatLedger, SweepReport,
-    TicketLimits, HOLD_DURATION,
+    stricter_limit, Attached, CheckoutLedger, Confirmation, HoldRequest, HoldSweeper, OpenPayments,
+    Order, OrderStatus, OrderTerms, PaymentConfirmation, PaymentFor, PaymentLedger, PaymentOutcome,
+    SeatLedger, SweepReport, TicketLimits, HOLD_DURATION,
 };
 use crate::application::ports::outbox::{OutboxEvent, OutboxEventKind};
+use crate::application::ports::payments::ProviderRefund;
+use crate::application::ports::refunds::{
+    Recorded, RefundLedger, RefundRecord, RefundRequest, RefundState, REFUND_LEASE,
+};
 use crate::application::rebuild::SeatStates;
 use crate::application::seeding::SeatWriter;
 use crate::domain::clock::{from_unix_millis, rfc3339, unix_millis};
-use crate::domain::ids::{CustomerId, EventId, OrderId, SeatId};
+use crate::domain::ids::{CustomerId, EventId, OrderId, PaymentId, SeatId};
 use crate::domain::layout::SeatLayout;
 use crate::domain::seat::{NewSeat, SeatStatus};
 
@@ -115,6 +118,15 @@ pub(crate) struct PaymentRecord {
     pub(crate) amount: i64,
     pub(crate) currency: String,
     pub(crate) outcome: PaymentOutcome,
+    /// How much of it refunds have taken.
+    pub(crate) refunded: i64,
+}
+
+/// `REFUND#<refund id>`: a refund as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredRefund {
+    pub(crate) record: RefundRecord,
+    pub(crate) lease_until_ms: Option<u64>,
 }
 
 /// Everything the three tables hold. Compared whole to show a refused request changed nothing.
@@ -127,6 +139,8 @@ pub(crate) struct LedgerTables {
     pub(crate) paid_seats: BTreeMap<(EventId, CustomerId), u32>,
     pub(crate) idempotency: BTreeMap<String, IdempotencyRecord>,
     pub(crate) payments: BTreeMap<String, PaymentRecord>,
+    /// `REFUND#`: refunds by Lineup's refund id.
+    pub(crate) refunds: BTreeMap<String, StoredRefund>,
     /// The outbox table, in the order written (its key is `outbox_id`).
     pub(crate) outbox: Vec<OutboxEvent>,
 }
@@ -477,11 +491,13 @@ impl LedgerTables {
                     .unwrap_or_default(),
                 status: OrderStatus::Pending,
                 // As stored: milliseconds.
+                created_at: from_unix_millis(now),
                 expires_at: from_unix_millis(expires),
                 ticket_limit: request.ticket_limit,
                 admission_expires_at: Some(from_unix_millis(unix_millis(
                     request.admission_expires_at,
                 ))),
+                checkout_payment: None,
             };
             for seat in &request.seats {
                 let stored = self
@@ -733,6 +749,7 @@ impl LedgerTables {
                 amount: payment.amount,
                 currency: payment.currency.clone(),
                 outcome,
+                refunded: 0,
             },
         );
     }
@@ -1045,6 +1062,225 @@ impl PaymentLedger for MemoryLedger {
     }
 }
 
+// --- Checkout ---
+
+#[async_trait]
+impl CheckoutLedger for MemoryLedger {
+    async fn attach_payment(
+        &self,
+        order: &Order,
+        payment: &PaymentId,
+        _now: SystemTime,
+    ) -> Result<Attached, LineupError> {
+        let mut state = self.enter("attach_payment")?;
+        let Some(stored) = state.tables.orders.get_mut(order.order_id.as_str()) else {
+            return Ok(Attached::NotPending);
+        };
+        let stored = &mut stored.order;
+        if let Some(other) = &stored.checkout_payment {
+            return Ok(if other == payment {
+                Attached::Attached
+            } else {
+                Attached::Other(other.clone())
+            });
+        }
+        if stored.status != OrderStatus::Pending || stored.customer_id != order.customer_id {
+            return Ok(Attached::NotPending);
+        }
+        stored.checkout_payment = Some(payment.clone());
+        Ok(Attached::Attached)
+    }
+}
+
+// --- Open payments ---
+
+#[async_trait]
+impl OpenPayments for MemoryLedger {
+    async fn open_payments(&self, event: Option<&EventId>) -> Result<Vec<Order>, LineupError> {
+        let state = self.enter("open_payments")?;
+        Ok(state
+            .tables
+            .orders
+            .values()
+            .map(|stored| &stored.order)
+            .filter(|order| {
+                order.status == OrderStatus::Pending
+                    && order.checkout_payment.is_some()
+                    && event.is_none_or(|event| &order.event_id == event)
+            })
+            .cloned()
+            .collect())
+    }
+
+    async fn order(&self, order: &OrderId) -> Result<Option<Order>, LineupError> {
+        let state = self.enter("order")?;
+        state.tables.read_order(order)
+    }
+
+    async fn extend_hold(
+        &self,
+        order: &Order,
+        payment: &PaymentId,
+        until: SystemTime,
+    ) -> Result<bool, LineupError> {
+        let mut state = self.enter("extend_hold")?;
+        let tables = &mut state.tables;
+        let until_ms = unix_millis(until);
+        let order_ok = tables
+            .orders
+            .get(order.order_id.as_str())
+            .is_some_and(|stored| {
+                stored.order.status == OrderStatus::Pending
+                    && stored.order.checkout_payment.as_ref() == Some(payment)
+                    && unix_millis(stored.order.expires_at) < until_ms
+            });
+        let seats_ok = order.seat_ids.iter().all(|seat| {
+            tables
+                .seats
+                .get(&(order.event_id.clone(), seat.clone()))
+                .is_some_and(|stored| {
+                    stored.status == SeatStatus::Held
+                        && stored.held_by.as_deref() == Some(order.order_id.as_str())
+                })
+        });
+        let lock_key = (order.event_id.clone(), order.customer_id.clone());
+        let lock_ok = tables
+            .hold_locks
+            .get(&lock_key)
+            .is_some_and(|lock| lock.order_id == order.order_id.as_str());
+        if !(order_ok && seats_ok && lock_ok) {
+            return Ok(false);
+        }
+        if let Some(stored) = tables.orders.get_mut(order.order_id.as_str()) {
+            stored.order.expires_at = from_unix_millis(until_ms);
+        }
+        for seat in &order.seat_ids {
+            if let Some(stored) = tables
+                .seats
+                .get_mut(&(order.event_id.clone(), seat.clone()))
+            {
+                stored.hold_expires_at_ms = Some(until_ms);
+            }
+        }
+        if let Some(lock) = tables.hold_locks.get_mut(&lock_key) {
+            lock.expires_at_ms = until_ms;
+        }
+        Ok(true)
+    }
+
+    async fn end_unpaid(
+        &self,
+        order: &Order,
+        payment: &PaymentId,
+        status: OrderStatus,
+    ) -> Result<bool, LineupError> {
+        let mut state = self.enter("end_unpaid")?;
+        let tables = &mut state.tables;
+        let ours = tables
+            .orders
+            .get(order.order_id.as_str())
+            .is_some_and(|stored| {
+                stored.order.status == OrderStatus::Pending
+                    && stored.order.checkout_payment.as_ref() == Some(payment)
+            });
+        if !ours || !tables.end_pending_order(&order.order_id, status, None, None) {
+            return Ok(false);
+        }
+        for seat in &order.seat_ids {
+            tables.free_seat(&order.event_id, seat, &order.order_id, None);
+        }
+        tables.free_hold_lock(order);
+        Ok(true)
+    }
+}
+
+// --- Refunds ---
+
+#[async_trait]
+impl RefundLedger for MemoryLedger {
+    async fn record(
+        &self,
+        request: &RefundRequest,
+        _now: SystemTime,
+    ) -> Result<Recorded, LineupError> {
+        let mut state = self.enter("record")?;
+        let tables = &mut state.tables;
+        if let Some(stored) = tables.refunds.get(&request.refund_id) {
+            return Ok(Recorded::Refund(stored.record.clone()));
+        }
+        let Some(payment) = tables.payments.get_mut(request.payment_id.as_str()) else {
+            return Ok(Recorded::UnknownPayment);
+        };
+        // Never more than is left of what was paid.
+        let amount = request.amount.min(payment.amount - payment.refunded);
+        if amount <= 0 {
+            return Ok(Recorded::NothingLeft);
+        }
+        payment.refunded += amount;
+        let record = RefundRecord {
+            request: request.clone(),
+            state: RefundState::Creating,
+            amount,
+            provider_refund_id: None,
+        };
+        tables.refunds.insert(
+            request.refund_id.clone(),
+            StoredRefund {
+                record: record.clone(),
+                lease_until_ms: None,
+            },
+        );
+        Ok(Recorded::Refund(record))
+    }
+
+    async fn lease(&self, refund_id: &str, now: SystemTime) -> Result<bool, LineupError> {
+        let mut state = self.enter("lease")?;
+        let now = unix_millis(now);
+        let Some(stored) = state.tables.refunds.get_mut(refund_id) else {
+            return Ok(false);
+        };
+        let free = stored.record.state == RefundState::Creating
+            && stored.lease_until_ms.is_none_or(|until| until < now);
+        if free {
+            stored.lease_until_ms = Some(now + REFUND_LEASE.as_millis() as u64);
+        }
+        Ok(free)
+    }
+
+    async fn settle(
+        &self,
+        record: &RefundRecord,
+        refund: &ProviderRefund,
+        _now: SystemTime,
+    ) -> Result<RefundRecord, LineupError> {
+        let mut state = self.enter("settle")?;
+        let tables = &mut state.tables;
+        let Some(stored) = tables.refunds.get_mut(&record.request.refund_id) else {
+            return Err(LineupError::SeatStoreReply {
+                operation: "refund",
+                reply: "no such refund record".to_owned(),
+            });
+        };
+        // A final state stays (a late, older status never undoes it).
+        if !stored.record.state.is_final() {
+            stored.record.state = RefundState::of(refund.status);
+        }
+        stored.record.provider_refund_id = Some(refund.id.clone());
+        stored.lease_until_ms = None;
+        let settled = stored.record.clone();
+        if settled.state == RefundState::Succeeded {
+            if let Some(order) = tables.orders.get_mut(record.request.order_id.as_str()) {
+                let ours = order.order.status == OrderStatus::RefundRequired
+                    && order.payment_id.as_deref() == Some(record.request.payment_id.as_str());
+                if ours {
+                    order.order.status = OrderStatus::Refunded;
+                }
+            }
+        }
+        Ok(settled)
+    }
+}
+
 // --- The sweep ---
 
 #[async_trait]
@@ -1058,9 +1294,11 @@ impl HoldSweeper for MemoryLedger {
         let lapsed: Vec<StoredOrder> = tables
             .orders
             .values()
+            // An order with a payment is reconciliation's (its payment is cancelled first).
             .filter(|stored| {
                 stored.order.status == OrderStatus::Pending
                     && unix_millis(stored.order.expires_at) < now_ms
+                    && stored.order.checkout_payment.is_none()
             })
             .cloned()
             .collect();

@@ -6,6 +6,7 @@
 //! - [`ledger`]: the seat ledger (seats, holds, orders, payments, the sweep).
 //! - [`records`]: event records, layouts and the published draw.
 //! - [`seat_map`]: the availability board.
+//! - [`payments`]: the payment provider (Stripe's behaviour where Lineup depends on it).
 //! - [`outage`]: the outage every fake can play, and its controls ([`outage::Faulty`]).
 //! - [`queue`]: the queue's ports where they are more than one Lua call (admitting, drawing,
 //!   restoring, numbering, settings).
@@ -13,6 +14,7 @@
 pub mod admissions;
 pub mod ledger;
 pub mod outage;
+pub mod payments;
 pub mod queue;
 pub mod records;
 pub mod seat_map;

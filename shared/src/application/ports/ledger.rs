@@ -15,6 +15,9 @@ use crate::domain::seat::Seat;
 pub const HOLD_DURATION: Duration = Duration::from_secs(5 * 60);
 /// How many seats one hold may take.
 pub const MAX_SEATS_PER_HOLD: usize = 4;
+/// How much longer than [`HOLD_DURATION`] a hold is kept while its payment is in progress (3-D
+/// Secure, a bank taking its time): a hold never lasts longer than the two together.
+pub const PAYMENT_GRACE: Duration = Duration::from_secs(10 * 60);
 
 /// Where an order stands; stored in the orders table as the serde name (`PENDING`...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,8 +31,11 @@ pub enum OrderStatus {
     Expired,
     /// The customer gave the seats back.
     Released,
-    /// Paid after the hold lapsed and a seat went to someone else.
+    /// Paid after the hold lapsed and a seat went to someone else (or the event was
+    /// cancelled): the money is to go back.
     RefundRequired,
+    /// The money went back (the `refund` function, once the provider said so).
+    Refunded,
 }
 
 impl OrderStatus {
@@ -41,6 +47,7 @@ impl OrderStatus {
             Self::Expired => "EXPIRED",
             Self::Released => "RELEASED",
             Self::RefundRequired => "REFUND_REQUIRED",
+            Self::Refunded => "REFUNDED",
         }
     }
 }
@@ -62,6 +69,8 @@ pub struct Order {
     pub currency: String,
     /// Where the order stands.
     pub status: OrderStatus,
+    /// When the seats were held.
+    pub created_at: SystemTime,
     /// When the hold lapses unpaid: [`HOLD_DURATION`] after it was made (less under
     /// `lineup dev --hold-seconds`).
     pub expires_at: SystemTime,
@@ -71,6 +80,9 @@ pub struct Order {
     /// The end of the admission the seats were held under (its score in the active set): paying
     /// ends that admission, and only that one.
     pub admission_expires_at: Option<SystemTime>,
+    /// The provider's payment checkout made for the order (`POST /orders/{orderId}/payment`):
+    /// one per order, whatever the retries.
+    pub checkout_payment: Option<PaymentId>,
 }
 
 impl Order {
@@ -323,6 +335,59 @@ pub trait PaymentLedger: Send + Sync {
     ) -> Result<Confirmation, LineupError>;
 }
 
+/// What became of tying a provider payment to an order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attached {
+    /// The order now names this payment.
+    Attached,
+    /// The order already names another payment (a racing checkout made it first): that one.
+    Other(PaymentId),
+    /// The order is no longer pending (paid, released, expired): no payment is tied to it.
+    NotPending,
+}
+
+/// The checkout function's side of the ledger.
+#[async_trait]
+pub trait CheckoutLedger: Send + Sync {
+    /// Ties `payment` to the customer's pending order, once: a second payment is never tied.
+    async fn attach_payment(
+        &self,
+        order: &Order,
+        payment: &PaymentId,
+        now: SystemTime,
+    ) -> Result<Attached, LineupError>;
+}
+
+/// Orders whose payment is open: tied by checkout, the order still pending. What reconciliation
+/// and the Stripe webhook's non-settling events work on.
+#[async_trait]
+pub trait OpenPayments: Send + Sync {
+    /// Every pending order with a payment tied to it (of `event`, when given).
+    async fn open_payments(&self, event: Option<&EventId>) -> Result<Vec<Order>, LineupError>;
+
+    /// The order with this id, whoever's it is.
+    async fn order(&self, order: &OrderId) -> Result<Option<Order>, LineupError>;
+
+    /// Keeps the hold (the order, its seats, the customer's hold lock) until `until`, if the order
+    /// is still pending with this payment and every seat still its own. `false`: it was not.
+    async fn extend_hold(
+        &self,
+        order: &Order,
+        payment: &PaymentId,
+        until: SystemTime,
+    ) -> Result<bool, LineupError>;
+
+    /// Ends a pending order whose payment was cancelled (`status`: EXPIRED or RELEASED), its
+    /// seats back on sale and the customer's hold lock freed. `false`: it was no longer
+    /// pending with this payment.
+    async fn end_unpaid(
+        &self,
+        order: &Order,
+        payment: &PaymentId,
+        status: OrderStatus,
+    ) -> Result<bool, LineupError>;
+}
+
 /// The stricter of two ticket limits (`None`: no limit).
 pub fn stricter_limit(a: Option<u32>, b: Option<u32>) -> Option<u32> {
     match (a, b) {
@@ -365,6 +430,7 @@ mod tests {
             OrderStatus::Expired,
             OrderStatus::Released,
             OrderStatus::RefundRequired,
+            OrderStatus::Refunded,
         ] {
             assert_eq!(
                 serde_json::to_value(status).unwrap(),

@@ -7,6 +7,7 @@
 //! - [`availability`]: the public seat map, a bitset per event.
 //! - [`outbox`]: the outbox event and the publisher of ticket messages.
 //! - [`payments`]: the payment provider (Stripe): payments for orders, cancels, refunds.
+//! - [`refunds`]: refunds as Lineup records them, once each and never more than was paid.
 //! - [`secrets`]: fetching a secret's current and previous versions.
 
 pub mod availability;
@@ -15,4 +16,5 @@ pub mod ledger;
 pub mod outbox;
 pub mod payments;
 pub mod queue;
+pub mod refunds;
 pub mod secrets;

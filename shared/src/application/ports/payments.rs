@@ -164,8 +164,8 @@ impl OrderTerms {
     }
 }
 
-/// A payment at the provider, as Lineup reads it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A payment at the provider, as Lineup reads it. Its `Debug` leaves out the client secret.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ProviderPayment {
     /// The provider's id (`pi_...`).
     pub id: PaymentId,
@@ -182,6 +182,23 @@ pub struct ProviderPayment {
     pub metadata: HashMap<String, String>,
     /// The provider's sentence about the last failed attempt (a declined card), if any.
     pub last_error: Option<String>,
+}
+
+impl std::fmt::Debug for ProviderPayment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderPayment")
+            .field("id", &self.id)
+            .field("status", &self.status)
+            .field("amount", &self.amount)
+            .field("currency", &self.currency)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("metadata", &self.metadata)
+            .field("last_error", &self.last_error)
+            .finish()
+    }
 }
 
 impl ProviderPayment {

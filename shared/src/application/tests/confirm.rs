@@ -33,6 +33,7 @@ fn secret() -> WebhookSecret {
 fn confirm_api(sale: &Sale) -> ConfirmApi {
     ConfirmApi {
         ledger: sale.ledger.clone(),
+        holds: sale.ledger.clone(),
         admissions: sale.admissions.clone(),
         limits: sale.admissions.clone(),
         secret: secret().into(),
@@ -85,7 +86,7 @@ async fn send(sale: &Sale, request: Request) -> Response<Body> {
 }
 
 /// Pays `order_id` with `payment_id` under the idempotency key `key`.
-async fn pay(
+pub(super) async fn pay(
     sale: &Sale,
     order_id: &str,
     key: &str,
@@ -97,7 +98,7 @@ async fn pay(
 }
 
 /// An on-sale where `alice` holds `seats`: the sale, alice, her order id and its amount.
-async fn held(seats: &[&str]) -> (Sale, CustomerId, String, i64) {
+pub(super) async fn held(seats: &[&str]) -> (Sale, CustomerId, String, i64) {
     let sale = Sale::new().await;
     let alice = customer("alice");
     let order = sale.held(&alice, seats).await;

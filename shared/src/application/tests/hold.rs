@@ -13,9 +13,11 @@ use http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use serde_json::{json, Value};
 
+use crate::application::checkout::{self, CheckoutApi};
 use crate::application::fakes::admissions::MemoryAdmissions;
 use crate::application::fakes::ledger::MemoryLedger;
 use crate::application::fakes::outage::Faulty;
+use crate::application::fakes::payments::FakeProvider;
 use crate::application::fakes::records::MemoryRecords;
 use crate::application::fakes::seat_map::MemorySeatMap;
 use crate::application::hold::{self, HoldApi, HOLD_BODY_LIMIT};
@@ -185,6 +187,10 @@ pub(super) struct Sale {
     pub(super) clock: Arc<FixedClock>,
     pub(super) key: SigningKey,
     pub(super) hold_api: HoldApi,
+    /// The checkout function's routes (payment, release), over the same ledger.
+    pub(super) checkout_api: CheckoutApi,
+    /// The payment provider behind checkout.
+    pub(super) provider: Arc<FakeProvider>,
 }
 
 impl Sale {
@@ -221,6 +227,14 @@ impl Sale {
             layouts: records.clone(),
             catalogue: Arc::new(LayoutCatalogue::default()),
         };
+        let provider = Arc::new(FakeProvider::default());
+        let checkout_api = CheckoutApi {
+            orders: ledger.clone(),
+            checkout: ledger.clone(),
+            provider: provider.clone(),
+            publishable_key: Some("pk_test_unit".into()),
+            clock: clock.clone(),
+        };
         Self {
             event,
             layout,
@@ -231,6 +245,8 @@ impl Sale {
             clock,
             key,
             hold_api,
+            checkout_api,
+            provider,
         }
     }
 
@@ -267,8 +283,20 @@ impl Sale {
         to_request(&event)
     }
 
+    /// To the function that serves the request's route, as API Gateway routes it.
     pub(super) async fn send(&self, request: Request) -> Response<Body> {
-        hold::handle(&self.hold_api, request).await
+        let route_key = match lambda_http::RequestExt::request_context_ref(&request) {
+            Some(lambda_http::request::RequestContext::ApiGatewayV2(context)) => {
+                context.route_key.clone()
+            }
+            _ => None,
+        };
+        match route_key.as_deref() {
+            Some("POST /orders/{orderId}/payment" | "DELETE /events/{eventId}/holds/{orderId}") => {
+                checkout::handle(&self.checkout_api, request).await
+            }
+            _ => hold::handle(&self.hold_api, request).await,
+        }
     }
 
     pub(super) async fn hold(

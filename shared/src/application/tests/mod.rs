@@ -3,7 +3,10 @@
 //! prove (Lua atomicity, transactions, races) stays in the `tests/` crate.
 
 mod admit;
+mod checkout;
 mod confirm;
 mod expire;
 mod hold;
+mod reconcile;
+mod refund;
 mod restore;

@@ -1,7 +1,8 @@
-//! A stand-in for the payment provider: takes a payment for an order, then calls Lineup's
-//! webhook the way a real provider does: later, signed with the shared secret, with an
-//! idempotency key, retried while Lineup answers 5xx or cannot be reached, and now and then
-//! delivered twice.
+//! The first stand-in, kept as it was until the page and `lineup simulate` move to Stripe's
+//! API: `POST /dev/payments` takes a payment for an order, then calls Lineup's generic webhook
+//! (`POST /orders/{orderId}/confirm`) the way a provider does: later, signed with the shared
+//! secret (`Lineup-Signature`), with an idempotency key, retried while Lineup answers 5xx or
+//! cannot be reached, and now and then delivered twice.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,16 +16,11 @@ use lineup::domain::webhook_signature::WebhookSecret;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::api_gateway::error;
-
-/// How long the provider keeps sending a webhook Lineup answers with a 5xx (or not at all).
-/// Real providers keep at it for days (Stripe: three); ten minutes covers any local stall.
-const DELIVERY_PATIENCE: Duration = Duration::from_secs(600);
-/// The longest pause between two sendings (the pause doubles from half a second).
-const LONGEST_PAUSE: Duration = Duration::from_secs(30);
+use super::delivery::{self, Delivered};
+use crate::dev::api_gateway::error;
 
 #[derive(Clone)]
-pub struct PaymentProvider {
+pub struct GenericProvider {
     secret: WebhookSecret,
     /// Where Lineup's API is (the webhook goes through it, as from outside).
     api_base: String,
@@ -59,14 +55,19 @@ pub struct PaymentRequest {
     currency: String,
 }
 
-impl PaymentProvider {
-    pub fn new(secret: WebhookSecret, api_base: String, duplicate_share: f64) -> Self {
+impl GenericProvider {
+    pub fn new(
+        secret: WebhookSecret,
+        api_base: String,
+        duplicate_share: f64,
+        delay: Duration,
+    ) -> Self {
         Self {
             secret,
             api_base,
             client: crate::http_client().build().unwrap_or_default(),
             duplicate_share,
-            delay: Duration::from_millis(300),
+            delay,
             payments: Arc::default(),
         }
     }
@@ -88,11 +89,9 @@ impl PaymentProvider {
             let (provider, url, body, key) =
                 (self.clone(), url.clone(), body.clone(), payment_id.clone());
             async move {
-                let mut wait = Duration::from_millis(500);
-                let first = tokio::time::Instant::now();
-                for attempt in 1.. {
+                let build = || {
                     let signature = provider.secret.sign(SystemTime::now(), body.as_bytes());
-                    let sent = provider
+                    provider
                         .client
                         .post(&url)
                         .header("content-type", "application/json")
@@ -100,44 +99,28 @@ impl PaymentProvider {
                         .header("lineup-signature", signature)
                         .header("user-agent", "lineup-dev-payment-provider/1.0")
                         .body(body.clone())
-                        .send()
-                        .await;
-                    provider.record(&key, |payment| payment.deliveries += 1);
-                    match sent {
-                        Ok(reply) if !reply.status().is_server_error() => {
-                            let status = reply.status();
-                            let answer = reply.json::<serde_json::Value>().await.ok();
-                            tracing::info!(payment = %key, copy, status = status.as_u16(), "payment webhook answered");
-                            provider.record(&key, |payment| {
-                                payment.status = if status.is_success() {
-                                    "delivered"
-                                } else {
-                                    "rejected"
-                                };
-                                payment.webhook_status = Some(status.as_u16());
-                                payment.answer = answer;
-                            });
-                            return;
-                        }
-                        Ok(reply) => {
-                            tracing::warn!(payment = %key, attempt, status = reply.status().as_u16(), "payment webhook got a 5xx; retrying");
-                        }
-                        Err(send_error) => {
-                            tracing::warn!(payment = %key, attempt, error = %send_error, "payment webhook not delivered; retrying");
-                        }
+                };
+                let attempted = || provider.record(&key, |payment| payment.deliveries += 1);
+                match delivery::until_answered(build, attempted, &key).await {
+                    Delivered::Answered { status, answer } => {
+                        tracing::info!(payment = %key, copy, status = status.as_u16(), "payment webhook answered");
+                        provider.record(&key, |payment| {
+                            payment.status = if status.is_success() {
+                                "delivered"
+                            } else {
+                                "rejected"
+                            };
+                            payment.webhook_status = Some(status.as_u16());
+                            payment.answer = answer;
+                        });
                     }
-                    if first.elapsed() + wait > DELIVERY_PATIENCE {
-                        break;
-                    }
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(LONGEST_PAUSE);
+                    // Another copy of the webhook may have been answered meanwhile.
+                    Delivered::GaveUp => provider.record(&key, |payment| {
+                        if payment.status == "processing" {
+                            payment.status = "failed";
+                        }
+                    }),
                 }
-                // Another copy of the webhook may have been answered meanwhile.
-                provider.record(&key, |payment| {
-                    if payment.status == "processing" {
-                        payment.status = "failed";
-                    }
-                });
             }
         };
         if twice {
@@ -150,7 +133,7 @@ impl PaymentProvider {
 
 /// `POST /dev/payments`: `{"orderId", "amount", "currency"}` → 202, the webhook follows.
 pub async fn take_payment(
-    State(provider): State<PaymentProvider>,
+    State(provider): State<GenericProvider>,
     body: Result<Json<PaymentRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let Ok(Json(request)) = body else {
@@ -195,7 +178,7 @@ pub async fn take_payment(
 
 /// `GET /dev/payments/{paymentId}`: what became of a payment's webhook.
 pub async fn payment_status(
-    State(provider): State<PaymentProvider>,
+    State(provider): State<GenericProvider>,
     Path(payment_id): Path<String>,
 ) -> Response {
     let found = provider
