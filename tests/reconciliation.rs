@@ -290,3 +290,42 @@ async fn localstripe_s_signed_webhook_reaches_the_route_and_sells() {
     assert_eq!(status, "PAID");
     assert_eq!(sale.seats().await[seat(1).as_str()]["status"], "SOLD");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn lineup_payments_reconcile_settles_an_event_s_lost_webhooks_and_says_which() {
+    use lineup_cli::endpoints::EndpointArgs;
+    use lineup_cli::payment_reconciliation::{self, PaymentsAction, ReconcileArgs};
+    logs();
+    let sale = OnSale::with_seats(2).await;
+    let (order_id, payment) = paying(&sale, &[1]).await;
+    assert_eq!(
+        customer_pays(&payment, "pm_card_visa").await,
+        StatusCode::OK
+    );
+    let action = PaymentsAction::Reconcile(ReconcileArgs {
+        event: sale.event.as_str().to_owned(),
+        stripe_api_base: localstripe::api_base(),
+        stripe_api_key: localstripe::TEST_KEY.to_owned(),
+        endpoints: EndpointArgs {
+            redis_url: redis_url(),
+            redis_cluster: false,
+            endpoint_url: lineup_tests::aws::endpoint_url(),
+            aws: false,
+            profile: None,
+            region: None,
+            seats_table: sale.tables.seats.clone(),
+            orders_table: sale.tables.orders.clone(),
+            outbox_table: sale.tables.outbox.clone(),
+            events_table: "unused".to_owned(),
+        },
+    });
+
+    let printed = payment_reconciliation::run(&action).await.unwrap();
+
+    assert!(printed.contains("1 settled"), "{printed}");
+    assert!(
+        printed.contains(&format!("order {order_id}  payment {payment}  PAID")),
+        "{printed}"
+    );
+    assert_eq!(sale.orders().await[&order_id]["status"], "PAID");
+}

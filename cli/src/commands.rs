@@ -9,6 +9,7 @@ use crate::endpoints::EndpointArgs;
 use crate::event_admin::SettingsChange;
 use crate::event_cancellation::CancelArgs;
 use crate::local_aws::LocalAwsArgs;
+use crate::payment_reconciliation::PaymentsAction;
 use crate::secret_revocation::SecretsAction;
 use crate::tools::plan::PlanArgs;
 use crate::tools::simulate::SimulateArgs;
@@ -40,6 +41,11 @@ pub enum Command {
     Event {
         #[command(subcommand)]
         action: EventAction,
+    },
+    /// Payments: look at an event's open payments again through the provider (`reconcile`).
+    Payments {
+        #[command(subcommand)]
+        action: PaymentsAction,
     },
     /// The functions' secrets: revoke a leaked one's previous value (`revoke-previous`).
     Secrets {

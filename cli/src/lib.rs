@@ -16,6 +16,8 @@
 //!   seats table stream → `availability`).
 //! - [`dev`]: `lineup dev`, the whole on-sale on one machine: the API as API Gateway would call
 //!   the functions, the schedules, the waiting-room page, a payment provider and a ticket desk.
+//! - [`payment_reconciliation`]: `lineup payments reconcile`, an event's open payments looked at
+//!   again through the provider, on demand.
 //! - [`secret_revocation`]: `lineup secrets revoke-previous`, a leaked secret's previous value
 //!   revoked at once.
 //! - [`verify_draw`]: `lineup verify-draw`, an event's published pre-queue draw checked from its
@@ -31,6 +33,7 @@ pub mod event_admin;
 pub mod event_cancellation;
 pub mod local_aws;
 pub mod local_stack;
+pub mod payment_reconciliation;
 pub mod secret_revocation;
 pub mod stream_pump;
 pub mod tools;

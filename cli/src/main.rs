@@ -12,7 +12,9 @@ use lineup::domain::ids::EventId;
 use lineup_cli::commands::{Cli, Command, EventAction, SeedArgs};
 use lineup_cli::local_aws::{self, tables};
 use lineup_cli::tools::{plan, simulate};
-use lineup_cli::{dev, event_admin, event_cancellation, secret_revocation, verify_draw};
+use lineup_cli::{
+    dev, event_admin, event_cancellation, payment_reconciliation, secret_revocation, verify_draw,
+};
 use tracing::level_filters::LevelFilter;
 
 type Failure = Box<dyn std::error::Error>;
@@ -57,6 +59,7 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         } => return event_cancellation::run(&args, operator()).await,
         Command::Event { action } => event(action).await?,
         Command::Secrets { action } => println!("{}", secret_revocation::run(&action).await?),
+        Command::Payments { action } => println!("{}", payment_reconciliation::run(&action).await?),
         Command::Simulate(args) => {
             let report = simulate::run(args).await?;
             report.print();

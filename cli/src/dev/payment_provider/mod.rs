@@ -207,6 +207,29 @@ async fn stats(State(provider): State<PaymentProvider>) -> Json<ProviderStats> {
     Json(provider.stats())
 }
 
+/// `PUT /dev/payments/settings`'s body: what may change while running.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProviderSettings {
+    /// The share of Stripe events lost for good from now on (0.0–1.0).
+    pub lose_webhooks: f64,
+}
+
+/// `PUT /dev/payments/settings`: `lineup simulate --lose-webhooks` sets the share for its run.
+async fn set_settings(
+    State(provider): State<PaymentProvider>,
+    Json(settings): Json<ProviderSettings>,
+) -> Result<Json<ProviderSettings>, (axum::http::StatusCode, String)> {
+    if !(0.0..=1.0).contains(&settings.lose_webhooks) {
+        return Err((
+            axum::http::StatusCode::BAD_REQUEST,
+            "loseWebhooks is a share from 0.0 to 1.0".to_owned(),
+        ));
+    }
+    provider.inner.webhooks.set_lose_share(settings.lose_webhooks);
+    Ok(Json(settings))
+}
+
 /// The provider's routes: Stripe's API under `/v1`, `GET /dev/payments/stats`, and the generic
 /// provider's `POST /dev/payments` and `GET /dev/payments/{paymentId}`.
 pub fn router(provider: PaymentProvider) -> Router {
@@ -217,6 +240,7 @@ pub fn router(provider: PaymentProvider) -> Router {
     let stripe = Router::new()
         .nest("/v1", api::routes())
         .route("/dev/payments/stats", get(stats))
+        .route("/dev/payments/settings", axum::routing::put(set_settings))
         .with_state(provider);
     generic.merge(stripe)
 }

@@ -49,7 +49,9 @@ pub struct Webhooks {
     url: String,
     secret: WebhookSecret,
     duplicate_share: f64,
-    lose_share: f64,
+    /// The share lost for good, as `f64` bits: changeable while running
+    /// (`PUT /dev/payments/settings`, which `lineup simulate --lose-webhooks` uses).
+    lose_share: Arc<AtomicU64>,
     delay: Duration,
     pub counters: Arc<Counters>,
 }
@@ -89,17 +91,27 @@ impl Webhooks {
             url: format!("{}/webhooks/stripe", api_base.trim_end_matches('/')),
             secret,
             duplicate_share,
-            lose_share,
+            lose_share: Arc::new(AtomicU64::new(lose_share.to_bits())),
             delay,
             counters: Arc::default(),
         }
+    }
+
+    /// The share of events lost for good now.
+    pub fn lose_share(&self) -> f64 {
+        f64::from_bits(self.lose_share.load(Ordering::Relaxed))
+    }
+
+    /// Loses `share` of the events from now on.
+    pub fn set_lose_share(&self, share: f64) {
+        self.lose_share.store(share.to_bits(), Ordering::Relaxed);
     }
 
     /// Sends the event `kind` about `object` after the delay (or loses it, or sends it twice).
     pub fn send(&self, kind: &'static str, object: Value, cause: &Cause, at: SystemTime) {
         let event = envelope(kind, object, cause, at);
         let id = event["id"].as_str().unwrap_or_default().to_owned();
-        if rand::random::<f64>() < self.lose_share {
+        if rand::random::<f64>() < self.lose_share() {
             self.counters.lost.fetch_add(1, Ordering::Relaxed);
             tracing::info!(event = %id, kind, "Stripe event lost on purpose (--lose-webhooks)");
             return;
