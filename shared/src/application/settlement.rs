@@ -19,6 +19,8 @@ pub struct ConfirmApi {
     /// Keeps a hold whose payment is in progress, ends one whose payment was cancelled
     /// (DynamoDB; Stripe's non-settling events).
     pub holds: Arc<dyn OpenPayments>,
+    /// Refund records, updated by Stripe's `refund.*` events (DynamoDB).
+    pub refunds: Arc<dyn crate::application::ports::refunds::RefundLedger>,
     /// Ends the admission a paid hold was made under, freeing its slot (Redis).
     pub admissions: Arc<dyn AdmissionRegistry>,
     /// The events' ticket limits now (the queue store's settings).

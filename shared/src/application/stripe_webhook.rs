@@ -72,7 +72,7 @@ struct Received<'a> {
     received: bool,
     /// What Lineup did with it: `paid`, `refund_required` (paid late: refunded),
     /// `recorded_for_refund` (money that cannot buy its order), `hold_kept` (a payment in
-    /// progress), `order_ended` (its payment cancelled), or `ignored`.
+    /// progress), `order_ended` (its payment cancelled), `refund_updated`, or `ignored`.
     outcome: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     order_id: Option<String>,
@@ -133,6 +133,11 @@ async fn receive(api: &ConfirmApi, request: &Request) -> Result<Response<Body>, 
         // Cancelled (by Lineup as a hold ended, or by hand in Stripe's dashboard): an order
         // still pending with it ends, its seats back on sale.
         "payment_intent.canceled" => canceled(api, &event).await?,
+        // A refund moved on (pending → succeeded, or failed): its record follows, and the order
+        // is REFUNDED once the money is back.
+        "refund.created" | "refund.updated" | "refund.failed" | "charge.refund.updated" => {
+            refund_moved(api, &event, now).await?
+        }
         // A declined card leaves the order payable: the customer may try another.
         other => {
             tracing::info!(event = %event.id, kind = other, "Stripe event not acted on");
@@ -270,6 +275,53 @@ async fn canceled(api: &ConfirmApi, event: &StripeEvent) -> Result<Received<'sta
         received: true,
         outcome: if ended { "order_ended" } else { "ignored" },
         order_id: Some(order.order_id.as_str().to_owned()),
+    })
+}
+
+/// The refund in `data.object`, as much of it as Lineup reads.
+#[derive(Deserialize)]
+struct RefundObject {
+    id: String,
+    amount: i64,
+    currency: String,
+    status: crate::application::ports::payments::RefundStatus,
+    payment_intent: Option<String>,
+    #[serde(default)]
+    metadata: HashMap<String, String>,
+}
+
+async fn refund_moved(
+    api: &ConfirmApi,
+    event: &StripeEvent,
+    now: std::time::SystemTime,
+) -> Result<Received<'static>, LineupError> {
+    let Ok(object) = serde_json::from_value::<RefundObject>(event.data.object.clone()) else {
+        return Ok(ignored());
+    };
+    let key = crate::application::ports::payments::metadata_keys::REFUND;
+    let (Some(refund_id), Some(payment)) = (object.metadata.get(key), &object.payment_intent)
+    else {
+        // A refund made by hand in Stripe's dashboard: not Lineup's record.
+        return Ok(ignored());
+    };
+    let Some(record) = api.refunds.refund(refund_id).await? else {
+        return Ok(ignored());
+    };
+    let currency = object.currency.to_ascii_uppercase();
+    let refund = crate::application::ports::payments::ProviderRefund {
+        id: object.id,
+        payment_id: PaymentId::parse(payment)?,
+        amount: money::from_stripe(object.amount, &currency).unwrap_or(record.amount),
+        currency,
+        status: object.status,
+        lineup_refund: Some(refund_id.clone()),
+    };
+    let settled = api.refunds.settle(&record, &refund, now).await?;
+    tracing::info!(event = %event.id, refund = %refund_id, state = settled.state.as_str(), "refund moved");
+    Ok(Received {
+        received: true,
+        outcome: "refund_updated",
+        order_id: Some(record.request.order_id.as_str().to_owned()),
     })
 }
 

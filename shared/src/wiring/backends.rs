@@ -132,7 +132,8 @@ pub fn confirm_api(
 ) -> ConfirmApi {
     ConfirmApi {
         ledger: ledger.clone(),
-        holds: ledger,
+        holds: ledger.clone(),
+        refunds: ledger,
         admissions: queue.clone(),
         limits: queue,
         secret,

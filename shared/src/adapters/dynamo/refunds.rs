@@ -187,6 +187,10 @@ impl RefundLedger for DynamoLedger {
         })
     }
 
+    async fn refund(&self, refund_id: &str) -> Result<Option<RefundRecord>, LineupError> {
+        self.refund_record(refund_id).await
+    }
+
     async fn lease(&self, refund_id: &str, now: SystemTime) -> Result<bool, LineupError> {
         let leased = self
             .client

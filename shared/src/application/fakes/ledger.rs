@@ -1233,6 +1233,15 @@ impl RefundLedger for MemoryLedger {
         Ok(Recorded::Refund(record))
     }
 
+    async fn refund(&self, refund_id: &str) -> Result<Option<RefundRecord>, LineupError> {
+        let state = self.enter("refund")?;
+        Ok(state
+            .tables
+            .refunds
+            .get(refund_id)
+            .map(|stored| stored.record.clone()))
+    }
+
     async fn lease(&self, refund_id: &str, now: SystemTime) -> Result<bool, LineupError> {
         let mut state = self.enter("lease")?;
         let now = unix_millis(now);

@@ -113,6 +113,9 @@ pub trait RefundLedger: Send + Sync {
         now: SystemTime,
     ) -> Result<Recorded, LineupError>;
 
+    /// The refund recorded under `refund_id`, if any.
+    async fn refund(&self, refund_id: &str) -> Result<Option<RefundRecord>, LineupError>;
+
     /// Takes the refund for [`REFUND_LEASE`] if it is still `creating` and nobody holds it (or
     /// their lease ran out). `false`: another invocation holds it.
     async fn lease(&self, refund_id: &str, now: SystemTime) -> Result<bool, LineupError>;

@@ -30,10 +30,11 @@ fn secret() -> WebhookSecret {
 }
 
 /// The webhook handler as the `confirm` function builds it, over the sale's fakes.
-fn confirm_api(sale: &Sale) -> ConfirmApi {
+pub(super) fn confirm_api(sale: &Sale) -> ConfirmApi {
     ConfirmApi {
         ledger: sale.ledger.clone(),
         holds: sale.ledger.clone(),
+        refunds: sale.ledger.clone(),
         admissions: sale.admissions.clone(),
         limits: sale.admissions.clone(),
         secret: secret().into(),

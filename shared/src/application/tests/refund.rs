@@ -231,3 +231,51 @@ async fn a_batch_hands_back_what_is_not_done_with_a_growing_wait() {
     assert_eq!(waits[1], ("handle-m2".into(), backoff(4)));
     assert!(backoff(1) < backoff(4) && backoff(40) <= Duration::from_secs(900));
 }
+
+#[tokio::test]
+async fn stripe_s_refund_updated_event_ends_a_pending_refund_and_its_order() {
+    use crate::application::confirm;
+    use crate::domain::keys::KeyRing;
+    use crate::domain::webhook_signature::WebhookSecret;
+
+    let (sale, order_id, event) = refund_due().await;
+    let (provider, retries) = (provider(), Retries::default());
+    provider.make_refunds(RefundStatus::Pending);
+    let RefundOutcome::Asked(record) = carry_out(&ports(&sale, &provider, &retries), &event)
+        .await
+        .unwrap()
+    else {
+        panic!("asked")
+    };
+    assert_eq!(sale.order(&order_id).status, OrderStatus::RefundRequired);
+
+    // Stripe says the money is back.
+    let secret = WebhookSecret::new("whsec_unit_tests_stripe_endpoint_secret_00").unwrap();
+    let mut api = super::confirm::confirm_api(&sale);
+    api.stripe_secret = Some(crate::application::rotating::Rotating::fixed(
+        KeyRing::single(secret.clone()),
+    ));
+    let body = serde_json::json!({
+        "id": "evt_refund_1",
+        "type": "refund.updated",
+        "data": {"object": {
+            "id": record.provider_refund_id.clone().unwrap(),
+            "object": "refund",
+            "amount": record.amount,
+            "currency": "krw",
+            "status": "succeeded",
+            "payment_intent": record.request.payment_id.as_str(),
+            "metadata": {"lineup_refund": record.request.refund_id},
+        }},
+    })
+    .to_string();
+    let mut request: serde_json::Value =
+        serde_json::from_str(include_str!("../../../../events/stripe-webhook.json")).unwrap();
+    request["body"] = body.clone().into();
+    request["headers"]["stripe-signature"] = secret.sign(sale.now(), body.as_bytes()).into();
+    let answer = confirm::handle(&api, super::hold::to_request(&request)).await;
+
+    assert_eq!(answer.status(), http::StatusCode::OK);
+    assert_eq!(super::hold::body(&answer)["outcome"], "refund_updated");
+    assert_eq!(sale.order(&order_id).status, OrderStatus::Refunded);
+}
