@@ -37,6 +37,10 @@
 #    `prefixLength` hex digits (1 to 6: 400 `invalid_prefix` for another length).
 #  - confirmPayment, positive_data_acceptance: the order (400 `order_mismatch` when the body's
 #    `orderId` is not the path's, 422 `payment_mismatch` for another amount or currency).
+#  - stripeWebhook, unsupported_method: an undeclared method (TRACE, PUT...) gets 404
+#    `route_not_found` on every path, as API Gateway answers a method no route has; schemathesis
+#    expects 405, and lets 404 pass only where the path has a parameter (an unknown id), so only
+#    this route, the one without one, is flagged.
 #
 # The fuzzer gets real data where it helps to reach deep code. Before it starts, on the demo
 # event (`lineup dev` seeds and opens it: `--event`, default `demo`) three customers join and are
@@ -247,6 +251,10 @@ checks.positive_data_acceptance.enabled = false
 [[operations]]
 include-operation-id = "getDrawChunk"
 checks.positive_data_acceptance.enabled = false
+
+[[operations]]
+include-operation-id = "stripeWebhook"
+checks.unsupported_method.enabled = false
 
 [[operations]]
 include-operation-id = "confirmPayment"
