@@ -26,6 +26,7 @@ use crate::wiring::backends::{self, Admit, Expire, Queue};
 use crate::wiring::config::{
     AdmitConfig, AvailabilityConfig, CheckoutConfig, ConfirmConfig, ExpireConfig, HoldConfig,
     JoinConfig, OutboxStreamConfig, PollConfig, ReconcileConfig, RefundConfig, StatusConfig,
+    StripeSettings,
 };
 use crate::wiring::logging;
 
@@ -201,12 +202,7 @@ pub async fn checkout() -> Result<(), Error> {
     let config = CheckoutConfig::from_env()?;
     let origin = origin_guard(config.origin.clone()).await?;
     let ledger = Arc::new(config.ledger.ledger());
-    let api_key = config.stripe.api_key.load().await?;
-    // The key as fetched at cold start (a rotated key reaches new instances).
-    let provider = StripeProvider::open(
-        config.stripe.api_base.clone(),
-        api_key.ring().current().clone(),
-    )?;
+    let provider = stripe_provider(&config.stripe).await?;
     let api = checkout::CheckoutApi {
         orders: ledger.clone(),
         checkout: ledger,
@@ -227,12 +223,7 @@ pub async fn reconcile() -> Result<(), Error> {
     logging::init();
     let config = ReconcileConfig::from_env()?;
     let ledger = config.ledger.ledger();
-    let api_key = config.stripe.api_key.load().await?;
-    // The key as fetched at cold start (a rotated key reaches new instances).
-    let provider = StripeProvider::open(
-        config.stripe.api_base.clone(),
-        api_key.ring().current().clone(),
-    )?;
+    let provider = stripe_provider(&config.stripe).await?;
     let (ledger, provider) = (&ledger, &provider);
     lambda_runtime::run(service_fn(move |_: LambdaEvent<Value>| async move {
         let ports = reconcile::ReconcilePorts {
@@ -252,12 +243,7 @@ pub async fn refund() -> Result<(), Error> {
     logging::init();
     let config = RefundConfig::from_env()?;
     let ledger = config.ledger.ledger();
-    let api_key = config.stripe.api_key.load().await?;
-    // The key as fetched at cold start (a rotated key reaches new instances).
-    let provider = StripeProvider::open(
-        config.stripe.api_base.clone(),
-        api_key.ring().current().clone(),
-    )?;
+    let provider = stripe_provider(&config.stripe).await?;
     let retries = SqsRetries::new(aws::sqs(&config.ledger.aws), config.queue_url.clone());
     let (ledger, provider, retries) = (&ledger, &provider, &retries);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
@@ -271,6 +257,14 @@ pub async fn refund() -> Result<(), Error> {
         Ok::<_, Error>(refund::handle_batch(&ports, batch).await)
     }))
     .await
+}
+
+/// The Stripe adapter, with Lineup's key as fetched at cold start (a rotated key reaches new
+/// instances).
+async fn stripe_provider(settings: &StripeSettings) -> Result<StripeProvider, Error> {
+    let api_key = settings.api_key.clone().load().await?;
+    let key = api_key.ring().current().clone();
+    Ok(StripeProvider::open(settings.api_base.clone(), key)?)
 }
 
 /// Serves HTTP API requests: a request that skipped CloudFront is refused (403) before anything
