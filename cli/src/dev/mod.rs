@@ -183,6 +183,9 @@ pub struct DevInfo {
     pub event_name: String,
     pub currency: String,
     pub hold_seconds: u64,
+    /// How often reconciliation runs (`--reconcile-every-seconds`): a payment whose webhook never
+    /// came is settled within about this long.
+    pub reconcile_every_seconds: u64,
     pub redis_url: String,
     pub aws_endpoint_url: String,
     pub region: String,
@@ -455,6 +458,7 @@ async fn prepare(
         event_name: args.event_name.clone(),
         currency: args.venue.currency.clone(),
         hold_seconds: args.hold_seconds,
+        reconcile_every_seconds: args.reconcile_every_seconds,
         redis_url: stack.redis_url.clone(),
         aws_endpoint_url: stack.aws_endpoint_url.clone(),
         region: aws.region.clone(),

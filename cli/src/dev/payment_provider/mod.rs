@@ -226,7 +226,10 @@ async fn set_settings(
             "loseWebhooks is a share from 0.0 to 1.0".to_owned(),
         ));
     }
-    provider.inner.webhooks.set_lose_share(settings.lose_webhooks);
+    provider
+        .inner
+        .webhooks
+        .set_lose_share(settings.lose_webhooks);
     Ok(Json(settings))
 }
 

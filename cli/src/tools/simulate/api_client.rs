@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use super::answer_log::{AnswerLog, Recorded};
 use super::latency::LatencyRecorder;
+use crate::dev::payment_provider::{ProviderSettings, ProviderStats};
 use crate::dev::ticket_desk::Ticket;
 
 /// The routes the simulation calls, each named by its key (as in the contract, and in the
@@ -117,6 +118,8 @@ pub mod routes {
     /// as Stripe.js calls it from the browser.
     pub const PAY: &str = "POST /v1/payment_intents/{id}/confirm";
     pub const DEV_INFO: &str = "GET /dev/info";
+    pub const PAYMENT_STATS: &str = "GET /dev/payments/stats";
+    pub const PAYMENT_SETTINGS: &str = "PUT /dev/payments/settings";
     pub const TICKETS: &str = "GET /dev/tickets";
 }
 
@@ -717,26 +720,30 @@ impl Api {
 
     // ---- the `lineup dev` routes ----
 
-    /// The order's payment (checkout), then paid as Stripe.js pays it: confirmed at `lineup
-    /// dev`'s provider with the publishable key and the client secret. The provider then sends
-    /// Stripe's webhook itself (or, with `--lose-webhooks`, loses it for reconciliation).
-    pub async fn pay(&self, jwt: &str, order: &OrderView) -> Result<(), CallError> {
+    /// The order's payment (checkout): what the browser pays it with. Checkout makes one
+    /// payment per order whatever the repeats, and only for a live hold.
+    pub async fn checkout(&self, jwt: &str, order: &OrderView) -> Result<PaymentView, CallError> {
         let answer = self
-            // Checkout makes one payment per order whatever the repeats.
             .send(Call::to(
                 routes::payment(),
                 &[("orderId", &order.order_id)],
                 jwt,
             ))
             .await?;
-        let payment: PaymentView = match answer.status {
-            StatusCode::OK => answer.json()?,
-            _ => return Err(answer.unexpected()),
-        };
-        let key = payment.publishable_key.unwrap_or_default();
+        match answer.status {
+            StatusCode::OK => answer.json(),
+            _ => Err(answer.unexpected()),
+        }
+    }
+
+    /// Pays checkout's payment as Stripe.js pays it: confirmed at `lineup dev`'s provider with
+    /// the publishable key and the client secret. The provider then sends Stripe's webhook
+    /// itself (or, with `--lose-webhooks`, loses it for reconciliation).
+    pub async fn confirm(&self, payment: &PaymentView) -> Result<Confirmed, CallError> {
+        let key = payment.publishable_key.clone().unwrap_or_default();
         let mut form = vec![("payment_method".to_owned(), "pm_card_visa".to_owned())];
-        if let Some(secret) = payment.client_secret {
-            form.push(("client_secret".to_owned(), secret));
+        if let Some(secret) = &payment.client_secret {
+            form.push(("client_secret".to_owned(), secret.clone()));
         }
         let answer = self
             .send(Call {
@@ -748,6 +755,59 @@ impl Api {
                 body: None,
                 form: Some(form),
                 // A second confirm of a succeeded payment is refused, not paid twice.
+                repeatable: true,
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK => Ok(Confirmed::Paid),
+            // Stripe's refusal to confirm a payment past confirming: cancelled, here, with the
+            // lapsed hold it was for (reconciliation does that).
+            StatusCode::BAD_REQUEST
+                if answer.error().code.as_deref() == Some("payment_intent_unexpected_state") =>
+            {
+                Ok(Confirmed::Refused)
+            }
+            _ => Err(answer.unexpected()),
+        }
+    }
+
+    /// The dev provider's counts so far (`GET /dev/payments/stats`).
+    pub async fn payment_stats(&self) -> Result<ProviderStats, CallError> {
+        let answer = self
+            .send(Call {
+                route: routes::PAYMENT_STATS,
+                method: Method::GET,
+                path: "/dev/payments/stats".to_owned(),
+                bearer: None,
+                queue_token: None,
+                body: None,
+                form: None,
+                repeatable: true,
+            })
+            .await?;
+        match answer.status {
+            StatusCode::OK => answer.json(),
+            _ => Err(answer.unexpected()),
+        }
+    }
+
+    /// Sets the share of Stripe events the dev provider loses for good from now on
+    /// (`PUT /dev/payments/settings`).
+    pub async fn set_lose_webhooks(&self, share: f64) -> Result<(), CallError> {
+        let answer = self
+            .send(Call {
+                route: routes::PAYMENT_SETTINGS,
+                method: Method::PUT,
+                path: "/dev/payments/settings".to_owned(),
+                bearer: None,
+                queue_token: None,
+                body: Some(
+                    serde_json::to_value(ProviderSettings {
+                        lose_webhooks: share,
+                    })
+                    .unwrap_or_default(),
+                ),
+                form: None,
                 repeatable: true,
             })
             .await?;
@@ -964,6 +1024,16 @@ pub struct PaymentView {
     pub payment_id: String,
     pub client_secret: Option<String>,
     pub publishable_key: Option<String>,
+}
+
+/// What confirming a payment at the provider came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirmed {
+    /// The money is taken: the webhook (or reconciliation) settles the order.
+    Paid,
+    /// 400 `payment_intent_unexpected_state`: the payment can no longer be confirmed (it was
+    /// cancelled with its lapsed hold); no money taken.
+    Refused,
 }
 
 /// What a hold came to.

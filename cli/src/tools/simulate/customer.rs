@@ -13,7 +13,7 @@ use rand::rngs::StdRng;
 use rand::RngExt;
 use tokio::sync::watch;
 
-use super::api_client::{Api, CallError, HoldAnswer, OrderView, Standing};
+use super::api_client::{Api, CallError, Confirmed, HoldAnswer, OrderView, PaymentView, Standing};
 use super::persona::{think, AfterHold, OnAdmission, Persona};
 use super::progress::LiveCounters;
 use super::seat_choice::{choose_available, choose_popular};
@@ -88,6 +88,11 @@ pub enum Outcome {
     ReleaseRefused {
         order_id: String,
     },
+    /// Paid after the hold lapsed, but the payment had been cancelled with it (the provider
+    /// refused the confirm): no money taken.
+    LatePaymentRefused {
+        order_id: String,
+    },
     /// Paid, but the order never showed a final status in time.
     PaymentUnconfirmed {
         order_id: String,
@@ -111,8 +116,8 @@ impl Outcome {
     }
 }
 
-/// An order whose final status the customer saw: PAID or REFUND_REQUIRED on the order page, or
-/// RELEASED when their release was accepted.
+/// An order whose final status the customer saw: PAID, REFUND_REQUIRED or REFUNDED on the order
+/// page, or RELEASED when their release was accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeenOrder {
     pub order_id: String,
@@ -285,15 +290,25 @@ impl Customer {
                 return Ok(outcome);
             }
         };
+        // The hold lapses at most its duration from here (the server starts it before answering).
+        let held_at = Instant::now();
         match self.persona.after_hold {
             AfterHold::Pay => {
                 self.pause(context.think * 2).await;
-                self.pay(&order, &queue_id).await
+                let payment = api.checkout(&self.jwt, &order).await?;
+                self.pay(&order, &payment, &queue_id, false).await
             }
             AfterHold::PayLate => {
-                let late = Duration::from_millis(self.rng.random_range(2_000..5_000));
-                tokio::time::sleep(context.hold_duration + late).await;
-                self.pay(&order, &queue_id).await
+                // The payment form opened while the hold lived (checkout pays live holds only),
+                // the card confirmed 0.5-2 s after the hold lapsed, as a tab left open would:
+                // mostly before reconciliation's next run cancels the payment with the hold (it
+                // then settles as any late payment: sold if the seats are still free, else
+                // refunded), else after it (refused, no money taken).
+                self.pause(context.think).await;
+                let payment = api.checkout(&self.jwt, &order).await?;
+                let late = Duration::from_millis(self.rng.random_range(500..2_000));
+                tokio::time::sleep_until((held_at + context.hold_duration + late).into()).await;
+                self.pay(&order, &payment, &queue_id, true).await
             }
             AfterHold::LetLapse => Ok(Outcome::LetHoldLapse {
                 order_id: order.order_id,
@@ -397,10 +412,36 @@ impl Customer {
         }
     }
 
-    /// Pays through checkout and the provider, then refreshes the order until it is settled.
-    async fn pay(&mut self, order: &OrderView, queue_id: &str) -> Result<Outcome, CallError> {
+    /// Confirms checkout's payment at the provider, then refreshes the order until it is
+    /// settled. A late payer's payment may have been cancelled with its lapsed hold
+    /// (reconciliation cancels it before the seats go back): then no money was taken. An on-time
+    /// payer's never is.
+    async fn pay(
+        &mut self,
+        order: &OrderView,
+        payment: &PaymentView,
+        queue_id: &str,
+        late: bool,
+    ) -> Result<Outcome, CallError> {
         let context = Arc::clone(&self.context);
-        context.api.pay(&self.jwt, order).await?;
+        match context.api.confirm(payment).await? {
+            Confirmed::Paid => {}
+            Confirmed::Refused if late => {
+                context
+                    .api
+                    .leave(&self.jwt, &context.event, queue_id)
+                    .await?;
+                return Ok(Outcome::LatePaymentRefused {
+                    order_id: order.order_id.clone(),
+                });
+            }
+            Confirmed::Refused => {
+                return Err(CallError::Inconsistent {
+                    route: super::api_client::routes::PAY,
+                    what: "an on-time payment was refused: cancelled while its hold lived",
+                })
+            }
+        }
         let deadline = Instant::now() + context.payment_timeout;
         loop {
             tokio::time::sleep(ORDER_POLL_INTERVAL).await;
@@ -418,7 +459,8 @@ impl Customer {
                         seats: now.seat_ids.len(),
                     });
                 }
-                "REFUND_REQUIRED" => {
+                // Refunded already: the refund queue's consumer can be quicker than a refresh.
+                "REFUND_REQUIRED" | "REFUNDED" => {
                     self.report.seen.push(SeenOrder::of(&now));
                     // A refunded customer keeps the admission; this one goes home instead.
                     context

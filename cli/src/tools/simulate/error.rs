@@ -73,6 +73,16 @@ pub enum SimulateError {
         problem: String,
     },
 
+    #[error("the development Stripe key is not usable")]
+    ProviderKey,
+
+    #[error("cannot read payment {payment} at the dev server's provider")]
+    Provider {
+        payment: String,
+        #[source]
+        source: lineup::application::error::LineupError,
+    },
+
     #[error("cannot write the report to {path}")]
     WriteReport {
         path: String,

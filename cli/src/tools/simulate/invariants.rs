@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::customer::{CustomerReport, Outcome, SeenOrder};
 use super::desk::DeskCounts;
+use super::payments::{self, PaymentFacts};
 use super::stored::{StoredOrder, StoredSeat};
 use crate::dev::ticket_desk::Ticket;
 
@@ -35,10 +36,12 @@ pub struct Observed<'a> {
     pub desk: &'a [Ticket],
     /// The seeded price of every seat.
     pub prices: &'a HashMap<String, i64>,
-    /// Orders whose final status customers saw (PAID, REFUND_REQUIRED or RELEASED).
+    /// Orders whose final status customers saw (PAID, REFUND_REQUIRED, REFUNDED or RELEASED).
     pub seen: &'a [SeenOrder],
     pub run: &'a RunFacts,
     pub queue: &'a QueueFacts,
+    /// The provider's side of the event's payments, and how the wait for them went.
+    pub payments: &'a PaymentFacts,
 }
 
 /// What the customers were told of the queue: their numbers, the statuses they read, and claims
@@ -203,6 +206,8 @@ impl RunFacts {
 const PENDING: &str = OrderStatus::Pending.as_str();
 const PAID: &str = OrderStatus::Paid.as_str();
 const REFUND_REQUIRED: &str = OrderStatus::RefundRequired.as_str();
+/// A REFUND_REQUIRED order once its money is back (the refund queue's consumer).
+const REFUNDED: &str = OrderStatus::Refunded.as_str();
 const RELEASED: &str = OrderStatus::Released.as_str();
 const EXPIRED: &str = OrderStatus::Expired.as_str();
 const HELD: &str = SeatStatus::Held.as_str();
@@ -212,10 +217,10 @@ const EXAMPLES: usize = 3;
 
 /// What broke an invariant, by kind (in the order first seen), each kind with its instances.
 #[derive(Default)]
-struct Problems(Vec<(&'static str, Vec<String>)>);
+pub(super) struct Problems(Vec<(&'static str, Vec<String>)>);
 
 impl Problems {
-    fn add(&mut self, kind: &'static str, instance: String) {
+    pub(super) fn add(&mut self, kind: &'static str, instance: String) {
         match self.0.iter_mut().find(|(k, _)| *k == kind) {
             Some((_, instances)) => instances.push(instance),
             None => self.0.push((kind, vec![instance])),
@@ -252,6 +257,26 @@ impl Problems {
             detail: if passed { ok } else { self.describe() },
         }
     }
+
+    /// As [`Self::verdict`], a failure's detail followed by `context` (the counts the problems
+    /// are among).
+    pub(super) fn verdict_noting(
+        self,
+        name: &'static str,
+        ok: String,
+        context: &str,
+    ) -> InvariantCheck {
+        let passed = self.0.is_empty();
+        InvariantCheck {
+            name,
+            passed,
+            detail: if passed {
+                ok
+            } else {
+                format!("{} — {context}", self.describe())
+            },
+        }
+    }
 }
 
 pub fn check_all(observed: &Observed<'_>) -> Vec<InvariantCheck> {
@@ -264,6 +289,12 @@ pub fn check_all(observed: &Observed<'_>) -> Vec<InvariantCheck> {
         the_run_was_sound(observed),
         holds_hold_their_own_seats(observed),
         called_in_number_order(observed),
+        payments::every_payment_taken_ends_sold_or_refunded(
+            observed.orders,
+            observed.seats,
+            observed.payments,
+        ),
+        payments::no_refund_exceeds_its_payment(observed.orders, observed.seats, observed.payments),
     ]
 }
 
@@ -366,8 +397,8 @@ pub fn sold_seats_are_the_paid_seats(observed: &Observed<'_>) -> InvariantCheck 
 }
 
 /// (3) Exactly one distinct `ticket_issued` outbox event (by outbox id) per PAID order, matching
-/// the order, and one `refund_required` per REFUND_REQUIRED order; no event for an order in any
-/// other state. SQS messages are counted for information only: delivery is at-least-once (FIFO
+/// the order, and one `refund_required` per REFUND_REQUIRED order (or REFUNDED: the same, its
+/// money back since); no event for an order in any other state. SQS messages are counted for information only: delivery is at-least-once (FIFO
 /// deduplication lasts five minutes, and moto forgets a message's deduplication id once it is
 /// deleted), so a second message with the same outbox id is allowed; consumers are idempotent
 /// on `outboxId`.
@@ -388,7 +419,7 @@ pub fn one_ticket_per_paid_order(observed: &Observed<'_>) -> InvariantCheck {
                     "PAID order without a ticket_issued event",
                 )
             }
-            REFUND_REQUIRED => {
+            REFUND_REQUIRED | REFUNDED => {
                 settled.1 += 1;
                 (
                     OutboxEventKind::RefundRequired,
@@ -462,7 +493,10 @@ pub fn one_ticket_per_paid_order(observed: &Observed<'_>) -> InvariantCheck {
         let allowed = matches!(
             (entry.ticket.kind, status),
             (OutboxEventKind::TicketIssued, Some(PAID))
-                | (OutboxEventKind::RefundRequired, Some(REFUND_REQUIRED))
+                | (
+                    OutboxEventKind::RefundRequired,
+                    Some(REFUND_REQUIRED | REFUNDED)
+                )
         );
         if !allowed {
             problems.add(
@@ -482,8 +516,8 @@ pub fn one_ticket_per_paid_order(observed: &Observed<'_>) -> InvariantCheck {
     problems.verdict(
         "one ticket_issued event per paid order",
         format!(
-            "{} PAID orders got one ticket_issued outbox event each, {} REFUND_REQUIRED one \
-             refund_required each, matching the orders (for information: {} SQS messages, {} \
+            "{} PAID orders got one ticket_issued outbox event each, {} REFUND_REQUIRED (or \
+             REFUNDED since) one refund_required each, matching the orders (for information: {} SQS messages, {} \
              deliveries)",
             settled.0, settled.1, counts.messages, counts.deliveries
         ),
@@ -534,13 +568,15 @@ pub fn paid_amounts_match_prices(observed: &Observed<'_>) -> InvariantCheck {
     )
 }
 
-/// (5) Every order a customer saw settled has that status in the table.
+/// (5) Every order a customer saw settled has that status in the table (or, seen
+/// REFUND_REQUIRED, REFUNDED: its money came back since).
 pub fn customers_view_agrees(observed: &Observed<'_>) -> InvariantCheck {
     let orders = orders_by_id(observed);
     let mut problems = Problems::default();
     for seen in observed.seen {
         match orders.get(seen.order_id.as_str()) {
             Some(order) if order.status == seen.status => {}
+            Some(order) if seen.status == REFUND_REQUIRED && order.status == REFUNDED => {}
             Some(order) => problems.add(
                 "order seen otherwise than stored",
                 format!(
@@ -827,6 +863,27 @@ mod tests {
             seat_ids: seats.iter().map(|s| (*s).to_owned()).collect(),
             amount,
             currency: "KRW".to_owned(),
+            checkout_payment_id: None,
+            payment_id: None,
+        }
+    }
+
+    /// `order`, paid (at checkout, and settled) by `pi-<id>`.
+    fn paid(mut order: StoredOrder) -> StoredOrder {
+        order.checkout_payment_id = Some(format!("pi-{}", order.order_id));
+        order.payment_id = order.checkout_payment_id.clone();
+        order
+    }
+
+    /// What the provider has of `order`'s payment: taken, `refunded` of it given back.
+    fn taken(order: &StoredOrder, refunded: i64) -> payments::TakenPayment {
+        payments::TakenPayment {
+            payment_id: format!("pi-{}", order.order_id),
+            order_id: order.order_id.clone(),
+            amount: order.amount,
+            refunded,
+            refunds_asked: refunded,
+            refunds: usize::from(refunded > 0),
         }
     }
 
@@ -869,6 +926,7 @@ mod tests {
         seen: Vec<SeenOrder>,
         run: RunFacts,
         queue: QueueFacts,
+        payments: PaymentFacts,
     }
 
     impl Data {
@@ -877,13 +935,29 @@ mod tests {
         /// back on sale).
         fn healthy() -> Self {
             let orders = vec![
-                order("o1", "PAID", &["A-1", "A-2"], 200),
+                paid(order("o1", "PAID", &["A-1", "A-2"], 200)),
                 order("o2", "EXPIRED", &["A-3"], 100),
-                order("o3", "REFUND_REQUIRED", &["A-4"], 100),
-                order("o4", "PAID", &["A-4"], 100),
+                paid(order("o3", "REFUND_REQUIRED", &["A-4"], 100)),
+                paid(order("o4", "PAID", &["A-4"], 100)),
                 order("o5", "PENDING", &["A-5"], 100),
                 order("o6", "RELEASED", &["A-6"], 100),
             ];
+            let payments = PaymentFacts {
+                provider: payments::ProviderView {
+                    taken: vec![
+                        taken(&orders[0], 0),
+                        taken(&orders[2], 100),
+                        taken(&orders[3], 0),
+                    ],
+                    not_taken: 0,
+                    unknown: Vec::new(),
+                },
+                settlement: payments::Settlement {
+                    after_crowd: Some(std::time::Duration::from_secs(1)),
+                    limit: std::time::Duration::from_secs(35),
+                    period: std::time::Duration::from_secs(10),
+                },
+            };
             let desk = vec![
                 ticket(&orders[0], "ticket_issued"),
                 ticket(&orders[2], "refund_required"),
@@ -923,6 +997,7 @@ mod tests {
                     left_out_of_draw: Vec::new(),
                     requeued: Vec::new(),
                 },
+                payments,
             }
         }
 
@@ -932,6 +1007,7 @@ mod tests {
             data.orders.clear();
             data.desk.clear();
             data.seen.clear();
+            data.payments.provider.taken.clear();
             for seat in &mut data.seats {
                 seat.status = "AVAILABLE".to_owned();
                 seat.held_by = None;
@@ -948,10 +1024,11 @@ mod tests {
                 seen: &self.seen,
                 run: &self.run,
                 queue: &self.queue,
+                payments: &self.payments,
             })
         }
 
-        /// Which checks fail, by number (1-8).
+        /// Which checks fail, by number (1-10).
         fn failing(&self) -> Vec<usize> {
             self.check()
                 .iter()
@@ -971,7 +1048,7 @@ mod tests {
     fn a_clean_sale_passes_everything() {
         let data = Data::healthy();
         let checks = data.check();
-        assert_eq!(checks.len(), 8);
+        assert_eq!(checks.len(), 10);
         assert!(checks.iter().all(|c| c.passed), "{checks:#?}");
         assert_eq!(
             checks[0].detail,
@@ -979,9 +1056,9 @@ mod tests {
         );
         assert_eq!(
             checks[2].detail,
-            "2 PAID orders got one ticket_issued outbox event each, 1 REFUND_REQUIRED one \
-             refund_required each, matching the orders (for information: 3 SQS messages, 3 \
-             deliveries)"
+            "2 PAID orders got one ticket_issued outbox event each, 1 REFUND_REQUIRED (or \
+             REFUNDED since) one refund_required each, matching the orders (for information: 3 \
+             SQS messages, 3 deliveries)"
         );
         assert_eq!(
             checks[4].detail,
@@ -1023,7 +1100,8 @@ mod tests {
     fn a_paid_seat_left_held_fails_the_second_and_the_holds() {
         let mut data = Data::healthy();
         data.seats[1] = seat("A-2", "HELD", Some("o1"));
-        assert_eq!(data.failing(), vec![2, 7]);
+        // And o1's payment bought nothing whole: neither sold nor refunded.
+        assert_eq!(data.failing(), vec![2, 7, 9]);
         assert!(data
             .detail(2)
             .contains("A-2 is in a PAID order but not SOLD"));
@@ -1080,6 +1158,29 @@ mod tests {
         assert!(data
             .detail(3)
             .contains("REFUND_REQUIRED order o3 has no refund_required event"));
+    }
+
+    #[test]
+    fn an_order_refunded_since_its_customer_saw_it_refund_required_passes() {
+        let mut data = Data::healthy();
+        data.orders[2].status = "REFUNDED".to_owned();
+        assert_eq!(data.failing(), Vec::<usize>::new());
+        // But a refund_required event for an order never refunded is still a stray.
+        let mut data = Data::healthy();
+        data.orders[2].status = "EXPIRED".to_owned();
+        assert_eq!(data.failing(), vec![3, 5]);
+    }
+
+    #[test]
+    fn the_payment_checks_are_the_ninth_and_tenth() {
+        let mut data = Data::healthy();
+        data.payments.provider.taken[1].refunded = 0;
+        data.payments.provider.taken[1].refunds_asked = 0;
+        assert_eq!(data.failing(), vec![9]);
+        let mut data = Data::healthy();
+        data.payments.provider.taken[0].refunded = 200;
+        data.payments.provider.taken[0].refunds_asked = 200;
+        assert_eq!(data.failing(), vec![10]);
     }
 
     #[test]

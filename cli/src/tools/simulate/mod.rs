@@ -11,6 +11,12 @@
 //! server's traffic counts are sampled), let the sale settle (wait for the ticket desk, read the
 //! tables at one moment), check and report.
 //!
+//! With `--lose-webhooks` ([`payments`]), `lineup dev`'s provider loses that share of its Stripe
+//! events for the run: after the crowd, the run waits (at most two reconcile periods and a
+//! margin) until every payment taken ended sold or refunded in full (reconciliation settles what
+//! the lost events did not, the refund queue's consumer gives back what could not buy its
+//! order), then checks that, and that no refund passed its payment, beside the rest.
+//!
 //! With `--chaos` ([`chaos`]), faults are done to the dev server's Redis on schedule beside the
 //! crowd (a flush, a failover to an empty server), every answer is kept in time
 //! ([`answer_log`]), and the report says what fired when and what each fault cost; every check
@@ -26,6 +32,7 @@ mod eta_accuracy;
 mod invariants;
 mod latency;
 mod origin_traffic;
+mod payments;
 mod persona;
 mod progress;
 pub mod report;
@@ -52,6 +59,7 @@ pub use error::SimulateError;
 use invariants::{Observed, QueueFacts, RunFacts};
 use latency::LatencyRecorder;
 use origin_traffic::{OriginTraffic, Sampler};
+use payments::{PaymentFacts, PaymentsReport};
 use persona::Persona;
 use progress::{LiveCounters, Progress, ProgressMode};
 use report::{
@@ -61,6 +69,7 @@ use report::{
 use stack::Stack;
 use stored::Snapshot;
 
+use crate::dev::payment_provider::ProviderStats;
 use crate::dev::ticket_desk::Ticket;
 use crate::event_admin::{OpensAt, SettingsChange};
 
@@ -124,6 +133,13 @@ pub struct SimulateArgs {
     /// joins, polls and holds succeeded again; the run fails if a fault could not be done.
     #[arg(long, value_name = "ACTION@OFFSET,...", value_parser = chaos::ChaosPlan::parse)]
     pub chaos: Option<chaos::ChaosPlan>,
+    /// The share of its Stripe events (0.0-1.0) `lineup dev`'s provider loses for good during
+    /// the run, whatever `lineup dev` was started with (`PUT /dev/payments/settings`; set back to
+    /// 0 at the end): reconciliation settles their payments instead. After the crowd the run
+    /// waits, at most 2 × the reconcile period + 15 s, until every payment taken ended sold or
+    /// refunded in full, and checks it.
+    #[arg(long, default_value_t = 0.0, value_name = "FRACTION", value_parser = crate::dev::payment_provider::share)]
+    pub lose_webhooks: f64,
 }
 
 /// How long a payer waits for the order to show PAID.
@@ -163,9 +179,31 @@ pub async fn run(args: SimulateArgs) -> Result<SimulationReport, SimulateError> 
     args.validate()?;
     let started = Instant::now();
     let sale = set_up(&args).await?;
+    let report = sell(&args, &sale, started).await;
+    // Whatever happened, `lineup dev` loses no more events for this run.
+    let reset = sale.api.set_lose_webhooks(0.0).await;
+    let mut report = report?;
+    if let Err(error) = reset {
+        report.notes.push(format!(
+            "could not set the provider's share of lost events back to 0 ({error}): `lineup dev` \
+             still loses {} of them",
+            args.lose_webhooks
+        ));
+    }
+    if let Some(path) = &args.report_json {
+        write_json(&report, path).await?;
+    }
+    Ok(report)
+}
 
+/// The crowd, the settling and the checks, on the event `set_up` made.
+async fn sell(
+    args: &SimulateArgs,
+    sale: &Sale,
+    started: Instant,
+) -> Result<SimulationReport, SimulateError> {
     let counters = Arc::new(LiveCounters::default());
-    let progress = show_progress(&args, &sale, Arc::clone(&counters));
+    let progress = show_progress(args, sale, Arc::clone(&counters));
     let sampler = Sampler::start(Arc::clone(&sale.api), sale.stack.info.traffic.clone());
     // The crowd's start: the origin of the arrivals and of the chaos plan's offsets.
     let origin = Instant::now();
@@ -180,7 +218,7 @@ pub async fn run(args: SimulateArgs) -> Result<SimulationReport, SimulateError> 
         ))),
         _ => None,
     };
-    let crowd = let_the_crowd_in(&args, &sale, counters, origin).await;
+    let crowd = let_the_crowd_in(args, sale, counters, origin).await;
     let crowd_end = Instant::now();
     crowd_done.send_replace(true);
     let fired = match chaos {
@@ -193,8 +231,26 @@ pub async fn run(args: SimulateArgs) -> Result<SimulationReport, SimulateError> 
         Err(error) => Err(error),
     };
 
-    progress.phase("waiting for the ticket desk to hear of every sale, then reading the tables");
-    let settled = settle(&args, &sale).await;
+    let settled = async {
+        progress.phase(
+            "waiting for every payment taken to end sold or refunded in full (reconciliation, \
+             refunds)",
+        );
+        let settlement = payments::wait_for_settlement(
+            &sale.stack,
+            &sale.provider,
+            &sale.event,
+            crowd_end,
+            Duration::from_secs(sale.stack.info.reconcile_every_seconds),
+        )
+        .await?;
+        progress
+            .phase("waiting for the ticket desk to hear of every sale, then reading the tables");
+        let settled = settle(args, sale, settlement).await?;
+        let payments = payments_report(args, sale, &settled).await?;
+        Ok::<_, SimulateError>((settled, payments))
+    }
+    .await;
     progress.finish();
     let closed = match sale.stack.close_event(&sale.event).await {
         // After a restart, the first command on the simulation's own Redis connection fails
@@ -205,9 +261,9 @@ pub async fn run(args: SimulateArgs) -> Result<SimulationReport, SimulateError> 
         }
         closed => closed,
     };
-    let settled = settled?;
+    let (settled, payments) = settled?;
 
-    let mut notes = notes(&args, &sale, &crowd, &settled, closed.err());
+    let mut notes = notes(args, sale, &crowd, &settled, closed.err());
     let origin_figures = match traffic {
         Ok(samples) => OriginTraffic::of(&samples, crowd.joined()),
         Err(error) => {
@@ -221,7 +277,7 @@ pub async fn run(args: SimulateArgs) -> Result<SimulationReport, SimulateError> 
         (Some(plan), Some(fired)) => Some(chaos_report(
             plan,
             &fired,
-            &sale,
+            sale,
             origin,
             crowd_end,
             &crowd.customers,
@@ -229,19 +285,43 @@ pub async fn run(args: SimulateArgs) -> Result<SimulationReport, SimulateError> 
         _ => None,
     };
     let mut report = check_and_report(
-        &args,
-        &sale,
+        args,
+        sale,
         crowd,
         settled,
         origin_figures,
         notes,
         started.elapsed(),
     );
+    report.payments = payments;
     report.chaos = chaos;
-    if let Some(path) = &args.report_json {
-        write_json(&report, path).await?;
-    }
     Ok(report)
+}
+
+/// The run's payment figures: its events (from the provider's counts before and after), what
+/// reconciliation settled, what the payments taken came to.
+async fn payments_report(
+    args: &SimulateArgs,
+    sale: &Sale,
+    settled: &Settled,
+) -> Result<PaymentsReport, SimulateError> {
+    let reconciled = sale.stack.reconciled().await?;
+    let stats_after = sale
+        .api
+        .payment_stats()
+        .await
+        .map_err(|source| SimulateError::Api {
+            what: "GET /dev/payments/stats",
+            source,
+        })?;
+    Ok(PaymentsReport::of(
+        args.lose_webhooks,
+        (&sale.stats_before, &stats_after),
+        &settled.stored.orders,
+        &settled.stored.seats,
+        &settled.payments,
+        &reconciled,
+    ))
 }
 
 /// The run's own event on the dev server's stack, and what the crowd needs to shop there.
@@ -260,6 +340,10 @@ struct Sale {
     chaos_target: Option<chaos::Target>,
     /// Every answer in time, kept for `--chaos`.
     answers: Option<Arc<answer_log::AnswerLog>>,
+    /// `lineup dev`'s payment provider, read through the Stripe adapter.
+    provider: payments::Provider,
+    /// The provider's counts when the run began (its share of lost events set).
+    stats_before: ProviderStats,
 }
 
 /// Finds the dev server and its stack, seeds a fresh event's seats and opens its queue.
@@ -301,6 +385,21 @@ async fn set_up(args: &SimulateArgs) -> Result<Sale, SimulateError> {
         ..SettingsChange::default()
     };
     stack.create_event(&event, &venue, &pacing).await?;
+    let provider = payments::Provider::at(api.base())?;
+    // Last: from here on, the run sets the share back to 0 whatever happens.
+    api.set_lose_webhooks(args.lose_webhooks)
+        .await
+        .map_err(|source| SimulateError::Api {
+            what: "PUT /dev/payments/settings",
+            source,
+        })?;
+    let stats_before = api
+        .payment_stats()
+        .await
+        .map_err(|source| SimulateError::Api {
+            what: "GET /dev/payments/stats",
+            source,
+        })?;
     Ok(Sale {
         api,
         latency,
@@ -314,6 +413,8 @@ async fn set_up(args: &SimulateArgs) -> Result<Sale, SimulateError> {
         seed: args.seed.unwrap_or_else(rand::random),
         chaos_target,
         answers,
+        provider,
+        stats_before,
     })
 }
 
@@ -422,12 +523,20 @@ struct Settled {
     /// Whether the desk heard of every order settled in `stored`.
     desk_caught_up: bool,
     desk_waited: Duration,
+    /// What the provider has of the orders' payments, read after `stored`, and how the wait for
+    /// them went.
+    payments: PaymentFacts,
 }
 
 /// Waits for the ticket desk to hear of every settled order (it does asynchronously), then reads
-/// the orders and seats. A payment confirmed meanwhile (a customer who gave up waiting for PAID)
-/// moves the target: then it waits again, a few times at most.
-async fn settle(args: &SimulateArgs, sale: &Sale) -> Result<Settled, SimulateError> {
+/// the orders and seats, then the provider's side of their payments. A payment confirmed
+/// meanwhile (a customer who gave up waiting for PAID) moves the target: then it waits again, a
+/// few times at most.
+async fn settle(
+    args: &SimulateArgs,
+    sale: &Sale,
+    settlement: payments::Settlement,
+) -> Result<Settled, SimulateError> {
     let mut stored = sale.stack.snapshot(&sale.event).await?;
     let mut desk_waited = Duration::ZERO;
     let mut rounds = 0;
@@ -440,20 +549,25 @@ async fn settle(args: &SimulateArgs, sale: &Sale) -> Result<Settled, SimulateErr
         stored = sale.stack.snapshot(&sale.event).await?;
         let unmoved = settled_orders(&stored.orders) == target;
         if unmoved || rounds == SETTLE_ROUNDS {
+            let payments = PaymentFacts {
+                provider: sale.provider.view(&stored.orders).await?,
+                settlement,
+            };
             return Ok(Settled {
                 stored,
                 desk: reading.tickets,
                 desk_caught_up: reading.caught_up && unmoved,
                 desk_waited,
+                payments,
             });
         }
     }
 }
 
-/// (PAID orders, REFUND_REQUIRED orders).
+/// (PAID orders, REFUND_REQUIRED or REFUNDED orders): the orders with an outbox event each.
 fn settled_orders(orders: &[stored::StoredOrder]) -> (usize, usize) {
     let count = |status: &str| orders.iter().filter(|o| o.status == status).count();
-    (count("PAID"), count("REFUND_REQUIRED"))
+    (count("PAID"), count("REFUND_REQUIRED") + count("REFUNDED"))
 }
 
 /// What the reader of the report should know about how the run went.
@@ -527,6 +641,7 @@ fn check_and_report(
         desk,
         desk_caught_up,
         desk_waited,
+        payments,
     } = settled;
     let seen: Vec<_> = customers.iter().flat_map(|c| c.seen.clone()).collect();
     let run = RunFacts {
@@ -545,6 +660,7 @@ fn check_and_report(
         seen: &seen,
         run: &run,
         queue: &queue,
+        payments: &payments,
     });
     let desk_counts = DeskCounts::of(&desk);
     let count_seats = |status: &str| seats.iter().filter(|s| s.status == status).count();
@@ -594,7 +710,8 @@ fn check_and_report(
         problems: Problem::group(&customers),
         invariants,
         notes,
-        // Filled in by the caller when there was chaos.
+        // Filled in by the caller.
+        payments: PaymentsReport::default(),
         chaos: None,
     }
 }

@@ -32,7 +32,8 @@ pub enum OnAdmission {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AfterHold {
     Pay,
-    /// Pays only after the hold has lapsed: sold if nobody took a seat meanwhile, else refunded.
+    /// Opens checkout while the hold lives, confirms only after it lapsed: sold if nobody took a
+    /// seat meanwhile, else refunded; refused if reconciliation cancelled the payment first.
     PayLate,
     /// Does nothing: the hold lapses and the sweep puts the seats back on sale.
     LetLapse,

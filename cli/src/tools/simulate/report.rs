@@ -12,6 +12,7 @@ pub use super::eta_accuracy::{EtaAccuracy, EtaError};
 pub use super::invariants::InvariantCheck;
 pub use super::latency::RouteLatency;
 pub use super::origin_traffic::OriginTraffic;
+pub use super::payments::PaymentsReport;
 use super::waiting::CHUNK_FETCH_SPREAD;
 
 #[derive(Debug, Clone, Serialize)]
@@ -27,6 +28,9 @@ pub struct SimulationReport {
     pub holds: HoldCounts,
     pub stored: StoredCounts,
     pub tickets: TicketCounts,
+    /// The payments taken and how they ended, the events lost, what reconciliation settled and
+    /// what was refunded.
+    pub payments: PaymentsReport,
     /// From the first arrival to the last customer's end.
     pub customers_seconds: f64,
     /// The whole run, setup and checks included.
@@ -89,6 +93,8 @@ pub struct CustomerCounts {
     pub released: usize,
     pub release_refused: usize,
     pub payment_unconfirmed: usize,
+    /// Late payers whose payment had been cancelled with their lapsed hold (no money taken).
+    pub late_payment_refused: usize,
     pub failed: usize,
     /// Still going when the run's time limit struck.
     pub unfinished: usize,
@@ -278,6 +284,7 @@ impl CustomerCounts {
                 Outcome::Released { .. } => &mut counts.released,
                 Outcome::ReleaseRefused { .. } => &mut counts.release_refused,
                 Outcome::PaymentUnconfirmed { .. } => &mut counts.payment_unconfirmed,
+                Outcome::LatePaymentRefused { .. } => &mut counts.late_payment_refused,
                 Outcome::Failed => &mut counts.failed,
             };
             *slot += 1;
@@ -389,7 +396,8 @@ impl SimulationReport {
         line(format!(
             "  sold out while waiting {}, admission expired {}, admission ended before holding \
              {}, entry lost {}, passed over {}, left out of the draw {}, hold_exists {}, payment \
-             unconfirmed {}, failed {}, unfinished {}",
+             unconfirmed {}, late payment refused (cancelled with the hold) {}, failed {}, \
+             unfinished {}",
             c.closed_while_waiting,
             c.admission_expired,
             c.admission_ended,
@@ -398,11 +406,13 @@ impl SimulationReport {
             c.left_out_of_draw,
             c.hold_exists,
             c.payment_unconfirmed,
+            c.late_payment_refused,
             c.failed,
             c.unfinished
         ));
         line(String::new());
         self.waiting_room.render(&mut line);
+        let status = |name: &str| st.orders_by_status.get(name).copied().unwrap_or(0);
         line(String::new());
         line("Holds and orders".to_owned());
         line(format!(
@@ -414,13 +424,11 @@ impl SimulationReport {
             h.released, h.lapsed
         ));
         line(format!(
-            "  orders paid {:>3}   (customers saw {} PAID), refunds {} (customers saw {})",
-            st.orders_by_status.get("PAID").copied().unwrap_or(0),
+            "  orders paid {:>3}   (customers saw {} PAID), refunds {} (REFUND_REQUIRED or \
+             REFUNDED; customers saw {})",
+            status("PAID"),
             c.paid,
-            st.orders_by_status
-                .get("REFUND_REQUIRED")
-                .copied()
-                .unwrap_or(0),
+            status("REFUND_REQUIRED") + status("REFUNDED"),
             c.refunded
         ));
         let statuses: Vec<String> = st
@@ -456,6 +464,8 @@ impl SimulationReport {
             "  duration {:.1} s of customers, {:.1} s in all; {} answers were 503 (retried)",
             self.customers_seconds, self.total_seconds, self.unavailable_answers
         ));
+        line(String::new());
+        self.payments.render(&mut line);
         line(String::new());
         line("Latency per route (ms)".to_owned());
         line(format!(
@@ -540,6 +550,7 @@ mod tests {
             holds: HoldCounts::default(),
             stored: StoredCounts::default(),
             tickets: TicketCounts::default(),
+            payments: PaymentsReport::default(),
             customers_seconds: 1.0,
             total_seconds: 2.0,
             unavailable_answers: 0,

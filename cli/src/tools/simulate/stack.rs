@@ -111,6 +111,16 @@ impl Stack {
             })
     }
 
+    /// The event's orders and seats read once (see [`stored::read_once`]).
+    pub async fn read_once(&self, event: &EventId) -> Result<Snapshot, SimulateError> {
+        stored::read_once(self.ledger.client(), self.ledger.tables(), event.as_str()).await
+    }
+
+    /// Every settlement reconciliation made, all events together.
+    pub async fn reconciled(&self) -> Result<Vec<stored::Reconciled>, SimulateError> {
+        stored::reconciled(self.ledger.client(), self.ledger.tables()).await
+    }
+
     /// The event's orders and seats as stored, read so that they agree with each other.
     pub async fn snapshot(&self, event: &EventId) -> Result<Snapshot, SimulateError> {
         stored::snapshot(self.ledger.client(), self.ledger.tables(), event.as_str()).await

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
-use lineup::adapters::dynamo::items::ORDER_PREFIX;
+use lineup::adapters::dynamo::items::{IDEMPOTENCY_PREFIX, ORDER_PREFIX};
 use lineup::adapters::dynamo::TableNames;
 use serde::Serialize;
 
@@ -33,11 +33,15 @@ pub struct StoredSeat {
 pub struct StoredOrder {
     pub order_id: String,
     pub customer_id: String,
-    /// PENDING, PAID, EXPIRED, RELEASED or REFUND_REQUIRED.
+    /// PENDING, PAID, EXPIRED, RELEASED, REFUND_REQUIRED or REFUNDED.
     pub status: String,
     pub seat_ids: Vec<String>,
     pub amount: i64,
     pub currency: String,
+    /// The provider payment checkout made for the order, once it made one.
+    pub checkout_payment_id: Option<String>,
+    /// The payment that settled the order (PAID, REFUND_REQUIRED, REFUNDED).
+    pub payment_id: Option<String>,
 }
 
 /// Every item of `table` whose `pk` starts with `prefix`, and (when given) whose `event_id` is
@@ -165,11 +169,65 @@ async fn read_orders(
                 seat_ids: read.strings("seat_ids")?,
                 amount: read.number("amount")?,
                 currency: read.string("currency")?,
+                checkout_payment_id: read.optional_string("checkout_payment_id")?,
+                payment_id: read.optional_string("payment_id")?,
             })
         })
         .collect::<Result<Vec<_>, SimulateError>>()?;
     orders.sort_by(|a, b| a.order_id.cmp(&b.order_id));
     Ok(orders)
+}
+
+/// The prefix of the idempotency records reconciliation settles under (`reconcile:<paymentId>`,
+/// `shared/src/application/reconcile.rs`): written in the settling transaction itself, so one
+/// exists only for a payment reconciliation settled (not for one the webhook settled first).
+const RECONCILE_KEY_PREFIX: &str = "reconcile:";
+
+/// A settlement reconciliation made: the order and what it became (`PAID`, `REFUND_REQUIRED`...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reconciled {
+    pub payment_id: String,
+    pub order_id: String,
+    pub outcome: String,
+}
+
+/// Every settlement reconciliation made (all events: the records name no event; the caller
+/// keeps its own orders').
+pub async fn reconciled(
+    client: &Client,
+    tables: &TableNames,
+) -> Result<Vec<Reconciled>, SimulateError> {
+    let table = tables.orders.as_str();
+    let prefix = format!("{IDEMPOTENCY_PREFIX}{RECONCILE_KEY_PREFIX}");
+    scan(client, table, &prefix, None)
+        .await?
+        .iter()
+        .map(|item| {
+            let read = Reader { table, item };
+            let pk = read.string("pk")?;
+            Ok(Reconciled {
+                payment_id: pk.strip_prefix(&prefix).unwrap_or(&pk).to_owned(),
+                order_id: read.string("order_id")?,
+                outcome: read.string("outcome")?,
+            })
+        })
+        .collect()
+}
+
+/// The event's orders and seats read once, in that order: a reading taken while settlements
+/// land may pair an order with its seats from a moment later (a sale sells the seats and pays
+/// the order in one transaction, so a PAID order's seats are SOLD in any later reading).
+pub async fn read_once(
+    client: &Client,
+    tables: &TableNames,
+    event: &str,
+) -> Result<Snapshot, SimulateError> {
+    Ok(Snapshot {
+        orders: read_orders(client, &tables.orders, event).await?,
+        seats: read_seats(client, &tables.seats, event).await?,
+        stable: false,
+    })
 }
 
 /// How many times the tables are read before settling for a reading that kept moving.
