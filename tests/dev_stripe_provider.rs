@@ -535,7 +535,7 @@ async fn a_browser_pays_with_the_publishable_key_and_the_client_secret() {
         .create_payment(&new_payment(terms()))
         .await
         .unwrap();
-    let secret = payment.client_secret.clone().unwrap();
+    let secret = payment.client_secret.as_deref().unwrap().to_owned();
     let url = format!("{}/v1/payment_intents/{}/confirm", dev.base, payment.id);
     let confirm = |client_secret: String, key: &'static str| {
         dev.http

@@ -26,7 +26,7 @@ use crate::application::ports::ledger::{
     Attached, CheckoutLedger, Order, OrderStatus, OrderTerms, SeatLedger,
 };
 use crate::application::ports::payments::{
-    Cancellation, NewPayment, PaymentProvider, PaymentStatus, ProviderPayment,
+    Cancellation, ClientSecret, NewPayment, PaymentProvider, PaymentStatus, ProviderPayment,
 };
 use crate::domain::clock::{rfc3339, Clock};
 use crate::domain::ids::{EventId, OrderId};
@@ -80,7 +80,7 @@ struct PaymentBody {
     payment_id: String,
     /// What Stripe.js confirms the payment with (`stripe.confirmPayment`), with the publishable
     /// key.
-    client_secret: Option<String>,
+    client_secret: Option<ClientSecret>,
     #[serde(skip_serializing_if = "Option::is_none")]
     publishable_key: Option<String>,
     amount: i64,

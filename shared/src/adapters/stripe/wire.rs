@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Deserializer};
 
 use crate::application::ports::payments::{
-    metadata_keys, PaymentStatus, ProviderPayment, ProviderRefund, RefundStatus,
+    metadata_keys, ClientSecret, PaymentStatus, ProviderPayment, ProviderRefund, RefundStatus,
 };
 use crate::domain::ids::{InvalidId, PaymentId};
 use crate::domain::money::{self as amounts, AmountError};
@@ -23,7 +23,7 @@ where
 }
 
 /// A PaymentIntent (`/v1/payment_intents`).
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 pub struct PaymentIntent {
     /// `pi_...`.
     pub id: String,
@@ -35,31 +35,13 @@ pub struct PaymentIntent {
     pub currency: String,
     /// What the customer's browser pays with; never logged.
     #[serde(default)]
-    pub client_secret: Option<String>,
+    pub client_secret: Option<ClientSecret>,
     /// The metadata Lineup wrote.
     #[serde(default, deserialize_with = "null_as_default")]
     pub metadata: HashMap<String, String>,
     /// The last failed attempt (a declined card).
     #[serde(default)]
     pub last_payment_error: Option<LastPaymentError>,
-}
-
-/// Never print the client secret, even in a debug log.
-impl std::fmt::Debug for PaymentIntent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PaymentIntent")
-            .field("id", &self.id)
-            .field("status", &self.status)
-            .field("amount", &self.amount)
-            .field("currency", &self.currency)
-            .field(
-                "client_secret",
-                &self.client_secret.as_ref().map(|_| "<redacted>"),
-            )
-            .field("metadata", &self.metadata)
-            .field("last_payment_error", &self.last_payment_error)
-            .finish()
-    }
 }
 
 /// A PaymentIntent's `last_payment_error`.

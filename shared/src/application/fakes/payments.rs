@@ -132,7 +132,7 @@ impl PaymentProvider for FakeProvider {
             status: PaymentStatus::RequiresPaymentMethod,
             amount: payment.terms.amount,
             currency: payment.terms.currency.clone(),
-            client_secret: Some(format!("{id}_secret_fake")),
+            client_secret: Some(format!("{id}_secret_fake").into()),
             metadata: payment
                 .terms
                 .metadata()

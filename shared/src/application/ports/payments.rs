@@ -164,8 +164,34 @@ impl OrderTerms {
     }
 }
 
-/// A payment at the provider, as Lineup reads it. Its `Debug` leaves out the client secret.
-#[derive(Clone, PartialEq, Eq)]
+/// What the customer's browser pays a payment with (Stripe's `client_secret`): given only to the
+/// order's owner, never printed, even in a debug log.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ClientSecret(String);
+
+impl From<String> for ClientSecret {
+    fn from(secret: String) -> Self {
+        Self(secret)
+    }
+}
+
+impl std::ops::Deref for ClientSecret {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ClientSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientSecret(<redacted>)")
+    }
+}
+
+/// A payment at the provider, as Lineup reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderPayment {
     /// The provider's id (`pi_...`).
     pub id: PaymentId,
@@ -177,28 +203,11 @@ pub struct ProviderPayment {
     /// Three-letter currency code, upper case.
     pub currency: String,
     /// What the customer's browser needs to pay it (Stripe's `client_secret`); never logged.
-    pub client_secret: Option<String>,
+    pub client_secret: Option<ClientSecret>,
     /// The metadata Lineup wrote on it.
     pub metadata: HashMap<String, String>,
     /// The provider's sentence about the last failed attempt (a declined card), if any.
     pub last_error: Option<String>,
-}
-
-impl std::fmt::Debug for ProviderPayment {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderPayment")
-            .field("id", &self.id)
-            .field("status", &self.status)
-            .field("amount", &self.amount)
-            .field("currency", &self.currency)
-            .field(
-                "client_secret",
-                &self.client_secret.as_ref().map(|_| "<redacted>"),
-            )
-            .field("metadata", &self.metadata)
-            .field("last_error", &self.last_error)
-            .finish()
-    }
 }
 
 impl ProviderPayment {
