@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use http::StatusCode;
 use lineup::adapters::dynamo::cancellation::{CancellationProgress, PaidOrder, RefundRequirement};
 use lineup::application::error::LineupError;
+use lineup::application::ports::event_records::EventRecords;
 use lineup::application::ports::ledger::{
     OrderTerms, PaymentConfirmation, PaymentFor, PaymentLedger, SeatLedger, HOLD_DURATION,
 };
@@ -177,6 +178,7 @@ async fn cancelling_an_event_refunds_every_paid_order_exactly_once() {
         &admin,
         &sale.event,
         false,
+        Duration::ZERO,
         sale.clock.now(),
         &mut |progress| seen.push(*progress),
     )
@@ -200,16 +202,25 @@ async fn cancelling_an_event_refunds_every_paid_order_exactly_once() {
         &admin,
         &sale.event,
         true,
+        Duration::ZERO,
         cancelled_at,
         &mut |progress| seen.push(*progress),
     )
     .await
     .unwrap();
-    let Cancellation::Done { report, settings } = &done else {
+    let Cancellation::Done {
+        report,
+        settings,
+        stopped,
+    } = &done
+    else {
         panic!("{done:?}");
     };
     assert_eq!(event_cancellation::exit_code(&done), 0);
     assert_eq!(settings.state.as_str(), "closed");
+    // The open order is stopped (the late payment's order is settled: not open).
+    assert_eq!(stopped.found, 1);
+    assert_eq!(stopped.marked, [pending.as_str().to_owned()]);
     assert_eq!(report.found, 3);
     assert_eq!(
         report.recorded.iter().cloned().collect::<BTreeSet<_>>(),
@@ -276,10 +287,16 @@ async fn cancelling_an_event_refunds_every_paid_order_exactly_once() {
             .map(|payment| payment.id.as_str().to_owned())
             .collect::<BTreeSet<_>>()
     );
-    // The paid orders are REFUND_REQUIRED (marked cancelled); the others as they were.
+    // The paid orders are REFUND_REQUIRED and the open one stays PENDING, all marked
+    // cancelled; the late payment's order as it was.
     for (id, item) in &orders {
-        if paid.contains_key(&OrderId::parse(id).unwrap()) {
-            assert_eq!(item["status"], "REFUND_REQUIRED", "{id}");
+        if paid.contains_key(&OrderId::parse(id).unwrap()) || id == pending.as_str() {
+            let status = if id == pending.as_str() {
+                "PENDING"
+            } else {
+                "REFUND_REQUIRED"
+            };
+            assert_eq!(item["status"], status, "{id}");
             assert_eq!(
                 item["cancelled_at"].as_u64(),
                 Some(lineup::domain::clock::unix_millis(cancelled_at)),
@@ -300,8 +317,10 @@ async fn cancelling_an_event_refunds_every_paid_order_exactly_once() {
         "HELD",
         "the pending order's"
     );
-    // The queue is closed, and the audit trail says who cancelled.
+    // The queue is closed for good, as cancelled, and the audit trail says who cancelled.
     assert!(!sale.is_open().await);
+    let record = sale.records.event(&sale.event).await.unwrap().unwrap();
+    assert_eq!(record.closed_reason.as_deref(), Some("cancelled"));
     let history = admin.history(&sale.event).await.unwrap();
     let actions: Vec<(&str, &str)> = history
         .iter()
@@ -312,6 +331,7 @@ async fn cancelling_an_event_refunds_every_paid_order_exactly_once() {
         [("close", "test-operator"), ("cancel", "test-operator")]
     );
     assert_eq!(history[1].detail["paidOrders"], 3);
+    assert_eq!(history[1].detail["openOrdersStopped"], 1);
 
     // Again: nothing PAID is found, nothing changes in the ledger.
     let tables = sale.snapshot().await;
@@ -321,6 +341,7 @@ async fn cancelling_an_event_refunds_every_paid_order_exactly_once() {
         &admin,
         &sale.event,
         true,
+        Duration::ZERO,
         sale.clock.now(),
         &mut |progress| seen.push(*progress),
     )
@@ -390,4 +411,39 @@ async fn cancelling_an_event_refunds_every_paid_order_exactly_once() {
         .is_empty());
     assert_eq!(orders[late.as_str()]["status"], "REFUND_REQUIRED");
     assert_eq!(orders[pending.as_str()]["status"], "PENDING");
+
+    // Nothing more is sold. Customer 5, admitted before the cancel and holding seat 5, is
+    // refused another hold, and nothing is written.
+    let tables = sale.snapshot().await;
+    let refused = sale.hold(&customers[4], &tokens[4], &[seat(6)]).await;
+    assert_eq!(refused.status(), StatusCode::CONFLICT, "{}", body(&refused));
+    assert_eq!(body(&refused)["error"]["code"], "event_cancelled");
+    assert_eq!(sale.snapshot().await, tables);
+    // Nobody opens, changes or closes it again.
+    let reopened = admin
+        .open(&sale.event, &Default::default(), sale.clock.now())
+        .await;
+    assert!(
+        matches!(reopened, Err(lineup_cli::event_admin::AdminError::Cancelled(_))),
+        "{reopened:?}"
+    );
+    assert!(matches!(
+        admin.close(&sale.event, sale.clock.now()).await,
+        Err(lineup_cli::event_admin::AdminError::Cancelled(_))
+    ));
+    assert_eq!(sale.snapshot().await, tables);
+    // The payment she completes for her open order (the webhook delivered twice) is refunded,
+    // not sold: its seat is given back (as for any refunded order; nobody can hold it now),
+    // and one refund event is written.
+    let (payment, webhook) = pay_at_localstripe(&sale, &pending).await;
+    assert_eq!(settle(&sale, &webhook).await, "REFUND_REQUIRED");
+    assert_eq!(settle(&sale, &webhook).await, "REFUND_REQUIRED");
+    let orders = sale.orders().await;
+    assert_eq!(orders[pending.as_str()]["status"], "REFUND_REQUIRED");
+    assert_eq!(sale.seats().await[seat(5).as_str()]["status"], "AVAILABLE");
+    let refunds = refund_events(&sale).await;
+    let event = &refunds[&refund_id_of(&payment.id)];
+    assert_eq!(event.amount, payment.amount);
+    assert_eq!(event.order_id, pending.as_str());
+    assert_eq!(refunds.len(), 5, "one more: the stopped order's payment");
 }

@@ -116,7 +116,10 @@ async fn the_whole_queue_cycle_works_on_a_cluster_across_shards() {
         )
         .await
         .is_err());
-        assert!(queue.close(event, false).await.unwrap());
+        assert!(queue
+            .close(event, lineup::domain::event_settings::ClosedReason::Closed)
+            .await
+            .unwrap());
     }
     let open = queue.open_events().await.unwrap();
     assert!(

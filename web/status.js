@@ -35,7 +35,7 @@ function nextRead(etaSeconds) {
   return Math.min(MAX_STATUS_READ_S, Math.max(DEFAULT_POLL_S, Math.ceil(Math.floor(etaSeconds) / 10)));
 }
 
-const saleOver = (status) => status.state === 'closed' || status.state === 'sold_out';
+const saleOver = (status) => ['closed', 'sold_out', 'cancelled'].includes(status.state);
 
 /** Whether the status announces a restore (the server lost the queue and re-loaded it) that our
  *  ticket predates: then one poll with it puts us back. Once per restore. */
@@ -80,6 +80,12 @@ export async function readStatus() {
   if (number !== null && Number(status.servingUpTo) >= number) {
     showPlace(number, Number(status.servingUpTo), 0);
     pollQueue(); // the claim
+    return;
+  }
+  if (status.state === 'cancelled') {
+    endQueue('closed', 'This event is cancelled. Every payment is refunded in full.', 'Join the queue');
+    setPhase('closed');
+    notify('This event is cancelled. If you paid, your payment is being refunded.', 'error');
     return;
   }
   if (saleOver(status)) {

@@ -16,7 +16,7 @@ use lineup::application::ports::event_records::{
 use lineup::application::ports::queue::{Admitter, EventSettingsStore, PlaceRestorer};
 use lineup::application::seeding::{SeedOutcome, Seeding};
 use lineup::domain::clock::unix_millis;
-use lineup::domain::event_settings::{EventSettings, QueueState};
+use lineup::domain::event_settings::{ClosedReason, EventSettings, QueueState};
 use lineup::domain::ids::EventId;
 use lineup::domain::layout::SeatLayout;
 
@@ -82,6 +82,8 @@ pub enum AdminError {
     UnknownEvent(String),
     #[error("event {0} is closed; `lineup event open` opens it again")]
     Closed(String),
+    #[error("event {0} is cancelled: it is never opened, changed or closed again")]
+    Cancelled(String),
     #[error("event {event} has {in_use} seats held or sold; seeding it again would put them back on sale")]
     SeatsInUse { event: String, in_use: usize },
     #[error("max active and rate must be at least 1")]
@@ -259,13 +261,13 @@ impl EventAdmin<'_> {
         &self,
         event: &EventId,
         settings: &EventSettings,
-        closed_reason: Option<&str>,
+        closed_reason: Option<ClosedReason>,
         action: &str,
         now: SystemTime,
     ) -> Result<(), AdminError> {
         let seed = self
             .records
-            .save_settings(event, settings, closed_reason)
+            .save_settings(event, settings, closed_reason.map(ClosedReason::as_str))
             .await?;
         if self.store.settings(event).await?.is_none() {
             if let Some(record) = self.records.event(event).await? {
@@ -280,7 +282,7 @@ impl EventAdmin<'_> {
         self.store.configure(event, settings, &seed).await?;
         if settings.state == QueueState::Closed {
             self.store
-                .close(event, closed_reason == Some("sold_out"))
+                .close(event, closed_reason.unwrap_or(ClosedReason::Closed))
                 .await?;
         }
         // A closed or paused event's status must say so now, not at the next tick (a closed one
@@ -323,6 +325,9 @@ impl EventAdmin<'_> {
         now: SystemTime,
     ) -> Result<EventSettings, AdminError> {
         let current = match self.current(event).await? {
+            Some((_, reason)) if is_cancelled(reason.as_deref()) => {
+                return Err(AdminError::Cancelled(event.as_str().to_owned()))
+            }
             Some((settings, _)) => settings,
             None => EventSettings::opening_at(now),
         };
@@ -340,9 +345,12 @@ impl EventAdmin<'_> {
         now: SystemTime,
     ) -> Result<EventSettings, AdminError> {
         let (current, reason) = self.existing(event).await?;
+        if is_cancelled(reason.as_deref()) {
+            return Err(AdminError::Cancelled(event.as_str().to_owned()));
+        }
         let settings = change.apply(current, now)?;
-        self.apply(event, &settings, reason.as_deref(), "set", now)
-            .await?;
+        let reason = reason.as_deref().and_then(ClosedReason::parse);
+        self.apply(event, &settings, reason, "set", now).await?;
         Ok(settings)
     }
 
@@ -373,7 +381,10 @@ impl EventAdmin<'_> {
         action: &str,
         now: SystemTime,
     ) -> Result<EventSettings, AdminError> {
-        let (mut settings, _) = self.existing(event).await?;
+        let (mut settings, reason) = self.existing(event).await?;
+        if is_cancelled(reason.as_deref()) {
+            return Err(AdminError::Cancelled(event.as_str().to_owned()));
+        }
         if settings.state == QueueState::Closed {
             return Err(AdminError::Closed(event.as_str().to_owned()));
         }
@@ -388,10 +399,35 @@ impl EventAdmin<'_> {
         event: &EventId,
         now: SystemTime,
     ) -> Result<EventSettings, AdminError> {
+        let (mut settings, reason) = self.existing(event).await?;
+        if is_cancelled(reason.as_deref()) {
+            return Err(AdminError::Cancelled(event.as_str().to_owned()));
+        }
+        settings.state = QueueState::Closed;
+        self.apply(event, &settings, Some(ClosedReason::Closed), "close", now)
+            .await?;
+        Ok(settings)
+    }
+
+    /// Closes the queue for good and stops every sale (`lineup event cancel`): joins are
+    /// refused, the status says `cancelled`, and a hold by a customer already admitted gets 409
+    /// `event_cancelled`. Nothing opens, changes or closes the event after this; doing it again
+    /// changes nothing more (and records the entry again).
+    pub async fn cancel_sales(
+        &self,
+        event: &EventId,
+        now: SystemTime,
+    ) -> Result<EventSettings, AdminError> {
         let (mut settings, _) = self.existing(event).await?;
         settings.state = QueueState::Closed;
-        self.apply(event, &settings, Some("closed"), "close", now)
-            .await?;
+        self.apply(
+            event,
+            &settings,
+            Some(ClosedReason::Cancelled),
+            "close",
+            now,
+        )
+        .await?;
         Ok(settings)
     }
 
@@ -399,6 +435,10 @@ impl EventAdmin<'_> {
     pub async fn history(&self, event: &EventId) -> Result<Vec<AuditEntry>, AdminError> {
         Ok(self.audit.history(event).await?)
     }
+}
+
+fn is_cancelled(reason: Option<&str>) -> bool {
+    reason.and_then(ClosedReason::parse) == Some(ClosedReason::Cancelled)
 }
 
 /// One line per audit entry, for the operator's terminal.

@@ -1,15 +1,24 @@
 //! `lineup event cancel --event E [--yes]`: the event is cancelled, every paid order is refunded,
 //! exactly once each.
 //!
-//! With `--yes`, in this order: the queue is closed as `lineup event close` closes it (the
-//! durable record, then Redis: joins refused, waiting customers told `closed`, no more
-//! admissions; audit entry `close`), the event's PAID orders are found (a Scan of the orders
-//! table, see [`DynamoLedger::paid_orders`]), the cancellation is kept in the audit trail
-//! (`cancel`, with the count found), then each PAID order becomes REFUND_REQUIRED with its
-//! payment's `refund_required` outbox event, in one transaction per order
-//! ([`lineup::adapters::dynamo::cancellation`]); the `refund` function then refunds each
-//! payment once. Seats stay SOLD. Running it again is safe: it finds only what is still PAID
-//! (an order paid since, or one that failed) and does only that.
+//! With `--yes`, in this order:
+//! 1. the queue is closed for good with the reason `cancelled` (the durable record, then Redis;
+//!    audit entry `close`): joins refused, the status says `cancelled`, nobody else admitted,
+//!    and a hold by a customer admitted before gets 409 `event_cancelled` (`is_admitted.lua`);
+//!    the event is never opened, changed or closed again;
+//! 2. it waits for holds already past that check to be written (`--in-flight-wait`, the hold
+//!    function's timeout);
+//! 3. every open order (PENDING, or EXPIRED/RELEASED, which a late payment could still buy) is
+//!    marked `cancelled_at` ([`DynamoLedger::stop_open_orders`]): checkout makes no payment for
+//!    it (and cancels the one it made), and a payment for it settles REFUND_REQUIRED, not PAID;
+//! 4. the event's PAID orders are found (a Scan, see [`DynamoLedger::paid_orders`]), the
+//!    cancellation is kept in the audit trail (`cancel`, with the counts), then each PAID order
+//!    becomes REFUND_REQUIRED with its payment's `refund_required` outbox event, in one
+//!    transaction per order ([`lineup::adapters::dynamo::cancellation`]); the `refund` function
+//!    then refunds each payment once. Seats stay SOLD.
+//!
+//! After step 3 no order of the event can become PAID, so one run refunds everything; running
+//! it again is safe (it finds only what is new or failed, and does only that).
 //!
 //! Without `--yes` nothing changes: it says what it would do (the event's state and its count
 //! of PAID orders) and exits 2.
@@ -18,9 +27,10 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
-use lineup::adapters::dynamo::cancellation::{CancellationProgress, CancellationReport};
+use lineup::adapters::dynamo::cancellation::{
+    CancellationProgress, CancellationReport, StoppedOrders,
+};
 use lineup::adapters::dynamo::DynamoLedger;
-use lineup::application::ports::ledger::HOLD_DURATION;
 use lineup::domain::event_settings::EventSettings;
 use lineup::domain::ids::EventId;
 
@@ -37,6 +47,10 @@ pub struct CancelArgs {
     /// PAID orders would be refunded) and exits 2.
     #[arg(long)]
     pub yes: bool,
+    /// How long to wait, after the close, for holds already admitted to finish writing before
+    /// the open orders are marked: the hold function's timeout (template.yaml's Globals).
+    #[arg(long, default_value = "11s", value_parser = humantime::parse_duration)]
+    pub in_flight_wait: Duration,
     #[command(flatten)]
     pub endpoints: EndpointArgs,
 }
@@ -55,18 +69,22 @@ pub enum Cancellation {
     Done {
         /// The event's settings, closed.
         settings: EventSettings,
+        /// What became of the open orders (no longer payable).
+        stopped: StoppedOrders,
         /// What became of each PAID order.
         report: CancellationReport,
     },
 }
 
-/// Cancels `event` (with `confirmed`; otherwise only counts its PAID orders), telling
-/// `progress` after each order. An unknown event is refused before anything changes.
+/// Cancels `event` (with `confirmed`; otherwise only counts its PAID orders), waiting
+/// `in_flight` between the close and the marking of open orders, telling `progress` after each
+/// PAID order. An unknown event is refused before anything changes.
 pub async fn cancel(
     ledger: &DynamoLedger,
     admin: &EventAdmin<'_>,
     event: &EventId,
     confirmed: bool,
+    in_flight: Duration,
     now: SystemTime,
     progress: &mut (dyn FnMut(&CancellationProgress) + Send),
 ) -> Result<Cancellation, AdminError> {
@@ -85,8 +103,11 @@ pub async fn cancel(
             paid_orders,
         });
     }
-    // The queue first, so fewer payments land while the orders are read.
-    let settings = admin.close(event, now).await?;
+    // The sales first: no hold from now on (a hold already past the check is written within
+    // the hold function's timeout), then no payment can make an open order PAID.
+    let settings = admin.cancel_sales(event, now).await?;
+    tokio::time::sleep(in_flight).await;
+    let stopped = ledger.stop_open_orders(event, now).await?;
     let found = ledger.paid_orders(event).await?;
     // A millisecond after the close's entry: entries of the same millisecond are listed in no
     // particular order, and the history should read close, then cancel.
@@ -96,6 +117,7 @@ pub async fn cancel(
             "cancel",
             serde_json::json!({
                 "paidOrders": found.count(),
+                "openOrdersStopped": stopped.marked.len(),
                 "seats": "stay SOLD",
                 "refunds": "one refund_required per paid order's payment",
             }),
@@ -103,7 +125,11 @@ pub async fn cancel(
         )
         .await?;
     let report = ledger.require_refunds(found, now, progress).await?;
-    Ok(Cancellation::Done { settings, report })
+    Ok(Cancellation::Done {
+        settings,
+        stopped,
+        report,
+    })
 }
 
 /// Runs the command as `operator`: 0 when every PAID order is dealt with, 1 when any failed
@@ -125,6 +151,7 @@ pub async fn run(
         &admin,
         &event,
         args.yes,
+        args.in_flight_wait,
         SystemTime::now(),
         &mut |progress| printer.show(progress),
     )
@@ -138,7 +165,9 @@ pub async fn run(
 pub fn exit_code(cancellation: &Cancellation) -> u8 {
     match cancellation {
         Cancellation::Refused { .. } => 2,
-        Cancellation::Done { report, .. } if !report.is_complete() => 1,
+        Cancellation::Done {
+            report, stopped, ..
+        } if !report.is_complete() || !stopped.failed.is_empty() => 1,
         Cancellation::Done { .. } => 0,
     }
 }
@@ -157,16 +186,32 @@ pub fn describe(event: &EventId, cancellation: &Cancellation) -> String {
         } => {
             line("nothing done: `lineup event cancel` needs --yes. With it, it would:".to_owned());
             line(format!(
-                "  close the queue of event {event} (now {}): joins refused, waiting customers told it is closed, nobody else admitted;",
+                "  close the queue of event {event} for good (now {}): joins refused, the status says cancelled, nobody else admitted, no more holds;",
                 settings.state.as_str()
             ));
+            line("  make every open order unpayable (a payment for one is refunded);".to_owned());
             line(format!(
                 "  record a refund for each of its {paid_orders} PAID orders (each order REFUND_REQUIRED with one refund_required event for its payment; the refund function pays it back once);"
             ));
             line("  leave the seats SOLD.".to_owned());
         }
-        Cancellation::Done { settings, report } => {
+        Cancellation::Done {
+            settings,
+            stopped,
+            report,
+        } => {
             line(event_admin::describe(event, settings));
+            line(format!(
+                "open orders stopped: {} of {} found (a payment for them is refunded, never sold)",
+                stopped.marked.len(),
+                stopped.found
+            ));
+            for failed in &stopped.failed {
+                line(format!(
+                    "  not stopped (run again): {}: {}",
+                    failed.order_id, failed.error
+                ));
+            }
             line(format!("PAID orders found: {}", report.found));
             line(format!(
                 "refund_required recorded: {} (orders now REFUND_REQUIRED; seats stay SOLD)",
@@ -186,13 +231,9 @@ pub fn describe(event: &EventId, cancellation: &Cancellation) -> String {
             for failed in &report.failed {
                 line(format!("  {}: {}", failed.order_id, failed.error));
             }
-            // Admitted customers keep shopping until their admission ends, and their holds can
-            // be paid after it: a run then refunds what was paid meanwhile.
-            let quiet_after = settings.claim_window + settings.session + HOLD_DURATION;
-            line(format!(
-                "customers admitted before the close may still hold and pay for up to {}: run `lineup event cancel --event {event} --yes` again after that (it records only what is new)",
-                humantime::format_duration(quiet_after)
-            ));
+            line(
+                "no more holds or sales: a payment still completing for a stopped order is refunded when it settles".to_owned(),
+            );
         }
     }
     out
@@ -284,6 +325,7 @@ mod tests {
         };
         let done = |report: &CancellationReport| Cancellation::Done {
             settings: settings(),
+            stopped: StoppedOrders::default(),
             report: report.clone(),
         };
         assert_eq!(exit_code(&done(&report)), 0);

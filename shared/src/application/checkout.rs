@@ -119,6 +119,16 @@ async fn own_order(api: &CheckoutApi, request: &Request) -> Result<Order, Lineup
 async fn pay(api: &CheckoutApi, request: &Request) -> Result<Response<Body>, LineupError> {
     let order = own_order(api, request).await?;
     let now = api.clock.now();
+    // A cancelled event sells nothing more: a payment already made for the order is cancelled
+    // now if it can be (if it cannot, it settles as a refund).
+    if order.event_cancelled_at.is_some() {
+        if let Some(tied) = &order.checkout_payment {
+            if let Err(error) = api.provider.cancel_payment(tied).await {
+                tracing::warn!(order = %order.order_id, payment = %tied, error = %error, "could not cancel the payment of a cancelled event's order");
+            }
+        }
+        return Err(LineupError::EventCancelled);
+    }
     // Only a live hold is paid for: a payment for a lapsed one could only end in a refund.
     if order.status != OrderStatus::Pending || order.expires_at <= now {
         return Err(LineupError::OrderNotPending);

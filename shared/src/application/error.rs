@@ -137,6 +137,11 @@ pub enum LineupError {
     #[error("the queue for this event is closed")]
     QueueClosed,
 
+    /// The event is cancelled: nothing more is sold (no hold, no new payment); every payment
+    /// taken is refunded.
+    #[error("this event is cancelled: nothing more is sold, and every payment is refunded")]
+    EventCancelled,
+
     /// The caller's JWT lacks the claim this deployment requires before joining (e.g. a
     /// verified e-mail address): bots on throwaway accounts cannot queue.
     #[error("joining needs a verified account: the `{claim}` claim of your sign-in must be true")]
@@ -284,7 +289,9 @@ impl LineupError {
             | Self::QueueEntryNotFound
             | Self::RouteNotFound { .. }
             | Self::DrawNotPublished => StatusCode::NOT_FOUND,
-            Self::QueueClosed | Self::PaymentInProgress => StatusCode::CONFLICT,
+            Self::QueueClosed | Self::EventCancelled | Self::PaymentInProgress => {
+                StatusCode::CONFLICT
+            }
             Self::AvailabilityRebuilding
             | Self::CacheRecovering
             | Self::NumbersExhausted { .. } => StatusCode::SERVICE_UNAVAILABLE,
@@ -325,6 +332,7 @@ impl LineupError {
             Self::QueueEntryNotFound => "queue_entry_not_found",
             Self::RouteNotFound { .. } => "route_not_found",
             Self::QueueClosed => "queue_closed",
+            Self::EventCancelled => "event_cancelled",
             Self::DrawNotPublished => "draw_not_published",
             Self::AvailabilityRebuilding => "availability_rebuilding",
             Self::CacheRecovering => "queue_recovering",

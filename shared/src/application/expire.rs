@@ -10,6 +10,7 @@ use crate::application::ports::availability::AvailabilityBoard;
 use crate::application::ports::ledger::{HoldSweeper, SweepReport};
 use crate::application::ports::queue::{Admitter, EventSettingsStore};
 use crate::domain::clock::Clock;
+use crate::domain::event_settings::ClosedReason;
 
 /// What one run did: the function's JSON answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -61,7 +62,7 @@ impl Expiry<'_> {
             }
             // Sold out: seats exist and none is AVAILABLE or HELD (a held seat may still lapse back).
             if counts.seats > 0 && left == 0 {
-                self.settings.close(&event, true).await?;
+                self.settings.close(&event, ClosedReason::SoldOut).await?;
                 // A closed event is no longer ticked: one last tick publishes its status (at the
                 // time of the closing, not of the sweep's start, so it is the newest).
                 if let Err(error) = self.events.publish_tick(&event, self.clock.now()).await {

@@ -41,6 +41,39 @@ impl QueueState {
     }
 }
 
+/// Why a closed queue is closed (stored beside the state as `closed_reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClosedReason {
+    /// Every seat is sold (the expiry sweep closes it).
+    SoldOut,
+    /// An operator closed it: customers already admitted may still buy.
+    Closed,
+    /// An operator cancelled the event (`lineup event cancel`): nothing more is sold, every
+    /// hold is refused, every payment is refunded. It is never opened again.
+    Cancelled,
+}
+
+impl ClosedReason {
+    /// The name stored (`sold_out`, `closed`, `cancelled`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SoldOut => "sold_out",
+            Self::Closed => "closed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// The reason named by [`ClosedReason::as_str`]; `None` for any other text.
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "sold_out" => Some(Self::SoldOut),
+            "closed" => Some(Self::Closed),
+            "cancelled" => Some(Self::Cancelled),
+            _ => None,
+        }
+    }
+}
+
 /// An event's on-sale settings, as an operator configures them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventSettings {

@@ -32,6 +32,8 @@ pub enum PublicState {
     Closed,
     /// Every seat is sold.
     SoldOut,
+    /// The event is cancelled: nothing more is sold, every payment is refunded.
+    Cancelled,
 }
 
 /// The draw's public part: the commitment always, the seed once the draw is published.
@@ -157,12 +159,14 @@ pub struct StatusInputs {
 impl StatusInputs {
     /// The document every waiting client reads, as of `now`.
     pub fn status(&self, event: &str, now: SystemTime) -> EventStatus {
-        use crate::domain::event_settings::QueueState;
+        use crate::domain::event_settings::{ClosedReason, QueueState};
         let state = match self.state {
-            QueueState::Closed if self.closed_reason.as_deref() == Some("sold_out") => {
-                PublicState::SoldOut
-            }
-            QueueState::Closed => PublicState::Closed,
+            QueueState::Closed => match self.closed_reason.as_deref().and_then(ClosedReason::parse)
+            {
+                Some(ClosedReason::SoldOut) => PublicState::SoldOut,
+                Some(ClosedReason::Cancelled) => PublicState::Cancelled,
+                Some(ClosedReason::Closed) | None => PublicState::Closed,
+            },
             QueueState::Paused => PublicState::Paused,
             QueueState::Open if now < self.opens_at => PublicState::PreQueue,
             QueueState::Open => PublicState::Open,
@@ -232,6 +236,8 @@ mod tests {
         assert_eq!(given.status("gala", now).state, PublicState::Closed);
         given.closed_reason = Some("sold_out".into());
         assert_eq!(given.status("gala", now).state, PublicState::SoldOut);
+        given.closed_reason = Some("cancelled".into());
+        assert_eq!(given.status("gala", now).state, PublicState::Cancelled);
     }
 
     #[test]

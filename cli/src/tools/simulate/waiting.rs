@@ -165,7 +165,10 @@ enum Step {
 
 /// Whether the sale is over for those still waiting.
 fn is_over(status: &EventStatus) -> bool {
-    matches!(status.state, PublicState::Closed | PublicState::SoldOut)
+    matches!(
+        status.state,
+        PublicState::Closed | PublicState::SoldOut | PublicState::Cancelled
+    )
 }
 
 /// When a ticket (`<number>.<issued ms>.<mac>`) was issued, if it says.

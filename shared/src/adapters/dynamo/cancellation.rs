@@ -1,6 +1,8 @@
-//! Cancelling an event's sales: every PAID order of the event becomes REFUND_REQUIRED, each in
-//! one transaction with its payment's `refund_required` outbox event, so the `refund` function
-//! gives every paid order its money back, exactly once (`lineup event cancel`).
+//! Cancelling an event's sales (`lineup event cancel`): every open order of the event is marked
+//! `cancelled_at` so that no payment can make it PAID any more ([`DynamoLedger::stop_open_orders`]),
+//! then every PAID order becomes REFUND_REQUIRED, each in one transaction with its payment's
+//! `refund_required` outbox event, so the `refund` function gives every paid order its money
+//! back, exactly once.
 //!
 //! Exactly once, however many runs, crashes or overlapping operators:
 //! - the order moves only from PAID, and only while it still carries the payment found
@@ -119,6 +121,19 @@ impl PaidOrders {
     pub fn count(&self) -> usize {
         self.orders.len() + self.unreadable.len()
     }
+}
+
+/// What [`DynamoLedger::stop_open_orders`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoppedOrders {
+    /// Open orders the scan found, not marked yet.
+    pub found: usize,
+    /// Marked now: a payment for them is refunded, not sold.
+    pub marked: Vec<String>,
+    /// No longer open when their turn came (paid meanwhile: the PAID scan takes them).
+    pub skipped: Vec<String>,
+    /// Left unmarked because something failed (run the cancellation again).
+    pub failed: Vec<FailedOrder>,
 }
 
 /// What one order's transaction did.
@@ -346,6 +361,103 @@ impl DynamoLedger {
                 })
             }
         }
+    }
+
+    /// Marks every open order of `event` (PENDING, or EXPIRED/RELEASED, which a late payment
+    /// could still buy) with `cancelled_at`: from then on a payment for it settles as
+    /// REFUND_REQUIRED, never PAID (`confirm`'s order condition), and checkout makes no payment
+    /// for it. Each is one conditional UpdateItem (still open, not marked yet): an order paid
+    /// meanwhile fails it and is left to the PAID scan that follows; a run again marks only what
+    /// is new. A Scan, as [`Self::paid_orders`] (same cost).
+    pub async fn stop_open_orders(
+        &self,
+        event: &EventId,
+        now: SystemTime,
+    ) -> Result<StoppedOrders, LineupError> {
+        let items: Vec<Item> = self
+            .client
+            .scan()
+            .table_name(&self.tables.orders)
+            .consistent_read(true)
+            .filter_expression(
+                "begins_with(#pk, :prefix) AND #event = :event \
+                 AND #status IN (:pending, :expired, :released) AND attribute_not_exists(#cancelled)",
+            )
+            .projection_expression("#pk")
+            .expression_attribute_names("#pk", "pk")
+            .expression_attribute_names("#event", "event_id")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#cancelled", "cancelled_at")
+            .expression_attribute_values(":prefix", s(ORDER_PREFIX))
+            .expression_attribute_values(":event", s(event.as_str()))
+            .expression_attribute_values(":pending", s(OrderStatus::Pending.as_str()))
+            .expression_attribute_values(":expired", s(OrderStatus::Expired.as_str()))
+            .expression_attribute_values(":released", s(OrderStatus::Released.as_str()))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .map(|item| item.map_err(store_error))
+            .collect::<Result<_, _>>()?;
+        let keys: Vec<String> = items
+            .into_iter()
+            .filter_map(|item| match item.get("pk") {
+                Some(AttributeValue::S(pk)) => Some(pk.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut stopped = StoppedOrders {
+            found: keys.len(),
+            ..StoppedOrders::default()
+        };
+        let mut outcomes = futures::stream::iter(keys)
+            .map(|pk| async move {
+                let marked = self
+                    .client
+                    .update_item()
+                    .table_name(&self.tables.orders)
+                    .key("pk", s(&pk))
+                    .update_expression("SET cancelled_at = :now")
+                    .condition_expression(
+                        "#event = :event AND #status IN (:pending, :expired, :released) \
+                         AND attribute_not_exists(cancelled_at)",
+                    )
+                    .expression_attribute_names("#event", "event_id")
+                    .expression_attribute_names("#status", "status")
+                    .expression_attribute_values(":event", s(event.as_str()))
+                    .expression_attribute_values(":pending", s(OrderStatus::Pending.as_str()))
+                    .expression_attribute_values(":expired", s(OrderStatus::Expired.as_str()))
+                    .expression_attribute_values(":released", s(OrderStatus::Released.as_str()))
+                    .expression_attribute_values(":now", n(unix_millis(now)))
+                    .send()
+                    .await;
+                (pk, marked)
+            })
+            .buffer_unordered(CANCELLATION_CONCURRENCY);
+        while let Some((pk, marked)) = outcomes.next().await {
+            let order_id = pk.trim_start_matches(ORDER_PREFIX).to_owned();
+            match marked {
+                Ok(_) => stopped.marked.push(order_id),
+                Err(error)
+                    if error
+                        .as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                {
+                    stopped.skipped.push(order_id);
+                }
+                Err(error) => {
+                    let error = store_error(error);
+                    tracing::warn!(order = %order_id, error = %error, source = ?std::error::Error::source(&error), "could not stop an open order of a cancelled event");
+                    stopped.failed.push(FailedOrder {
+                        order_id,
+                        error: error.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(stopped)
     }
 
     /// Every PAID order of `event` to REFUND_REQUIRED with its `refund_required` event

@@ -4,7 +4,8 @@
 //! payment settles at most one order, ever), the order PAID, the customer's count of seats bought
 //! (checked against the event's ticket limit), every seat SOLD (only while still this order's, or
 //! free again), and the `ticket_issued` outbox event. If a seat now belongs to someone else, or
-//! the ticket limit was reached meanwhile, a second transaction records REFUND_REQUIRED instead.
+//! the ticket limit was reached meanwhile, or the event was cancelled while the order was open
+//! (the order carries `cancelled_at`), a second transaction records REFUND_REQUIRED instead.
 //!
 //! Money that cannot buy the order (the order was settled by another payment, or the amount is
 //! wrong) is never dropped: its payment record and a `refund_required` outbox event keyed by the
@@ -80,6 +81,15 @@ const PAYMENT_ITEM: usize = 1;
 const ORDER_ITEM: usize = 2;
 const TICKETS_BOUGHT_ITEM: usize = 3;
 
+/// Why an order refused a payment.
+enum Unpayable {
+    /// Open, with the payment's terms, but its event was cancelled: the payment is refunded
+    /// through the order (REFUND_REQUIRED), not recorded as unusable.
+    EventCancelled,
+    /// The payment cannot buy the order: recorded with this outcome, and refunded.
+    Because(PaymentOutcome),
+}
+
 impl DynamoLedger {
     pub(crate) async fn confirm_payment(
         &self,
@@ -124,8 +134,18 @@ impl DynamoLedger {
             }
             if reasons.get(ORDER_ITEM).is_some_and(condition_failed) {
                 // Why the order refused: only now is it read (never on the way to a sale).
-                let outcome = self.why_unpayable(&terms).await?;
-                return self.record_unusable_payment(payment, &terms, outcome).await;
+                match self.why_unpayable(&terms).await? {
+                    Unpayable::EventCancelled if outcome == PaymentOutcome::Paid => {
+                        tracing::warn!(order = %terms.order_id, event = %terms.event_id, "paid after the event was cancelled; refund required");
+                        continue;
+                    }
+                    Unpayable::EventCancelled => {
+                        return Err(unexpected(&reasons));
+                    }
+                    Unpayable::Because(outcome) => {
+                        return self.record_unusable_payment(payment, &terms, outcome).await;
+                    }
+                }
             }
             let too_late = outcome == PaymentOutcome::Paid
                 && reasons[TICKETS_BOUGHT_ITEM.min(reasons.len())..]
@@ -145,22 +165,30 @@ impl DynamoLedger {
     }
 
     /// Why the order item's condition failed: no such order, terms that differ from the
-    /// payment's, or already settled.
-    async fn why_unpayable(&self, terms: &OrderTerms) -> Result<PaymentOutcome, LineupError> {
+    /// payment's, already settled, or open when its event was cancelled.
+    async fn why_unpayable(&self, terms: &OrderTerms) -> Result<Unpayable, LineupError> {
         let Some(item) = self.read_order(&terms.order_id).await? else {
-            return Ok(PaymentOutcome::UnknownOrder);
+            return Ok(Unpayable::Because(PaymentOutcome::UnknownOrder));
         };
-        let stored = OrderTerms::of(&item.into_order()?);
+        let order = item.into_order()?;
+        let open = matches!(
+            order.status,
+            OrderStatus::Pending | OrderStatus::Expired | OrderStatus::Released
+        );
+        let cancelled = open && order.event_cancelled_at.is_some();
+        let stored = OrderTerms::of(&order);
         // The admission is not a condition of the transaction: compare the rest.
         let same = OrderTerms {
             admission_expires_at: terms.admission_expires_at,
             ..stored
         } == *terms;
-        Ok(if same {
-            PaymentOutcome::OrderNotPayable
+        Ok(if same && cancelled {
+            Unpayable::EventCancelled
+        } else if same {
+            Unpayable::Because(PaymentOutcome::OrderNotPayable)
         } else {
             tracing::warn!(order = %terms.order_id, "a signed payment's terms differ from the order's");
-            PaymentOutcome::AmountMismatch
+            Unpayable::Because(PaymentOutcome::AmountMismatch)
         })
     }
 
@@ -345,7 +373,13 @@ impl DynamoLedger {
             _ => OrderStatus::RefundRequired,
         };
 
-        // The order: payable while PENDING, or lapsed/released (a late payment still counts).
+        // The order: payable while PENDING, or lapsed/released (a late payment still counts);
+        // sold only if its event was not cancelled meanwhile (the refund takes it then).
+        let not_cancelled = if outcome == PaymentOutcome::Paid {
+            " AND attribute_not_exists(cancelled_at)"
+        } else {
+            ""
+        };
         let mut settle = Update::builder()
             .table_name(&self.tables.orders)
             .key("pk", order_key(&terms.order_id))
@@ -355,7 +389,7 @@ impl DynamoLedger {
             .condition_expression(format!(
                 "#status IN (:pending, :expired, :released) AND amount = :amount \
                  AND currency = :currency AND event_id = :event AND customer_id = :customer \
-                 AND seat_ids = :seats AND {}",
+                 AND seat_ids = :seats AND {}{not_cancelled}",
                 if terms.ticket_limit.is_some() {
                     "ticket_limit = :limit"
                 } else {

@@ -111,6 +111,7 @@ impl DynamoLedger {
             ticket_limit: request.ticket_limit,
             admission_expires_at: Some(unix_millis(request.admission_expires_at)),
             checkout_payment_id: None,
+            cancelled_at: None,
         };
         let put_order = Put::builder()
             .table_name(&self.tables.orders)

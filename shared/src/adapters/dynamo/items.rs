@@ -167,6 +167,9 @@ pub(crate) struct OrderItem {
     /// The provider payment checkout made for the order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkout_payment_id: Option<String>,
+    /// When the event was cancelled (Unix milliseconds), for an order open or paid then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_at: Option<u64>,
 }
 
 pub(crate) fn pending_shard(order: &OrderId) -> String {
@@ -206,6 +209,7 @@ impl OrderItem {
                 .map(PaymentId::parse)
                 .transpose()
                 .map_err(unexpected)?,
+            event_cancelled_at: self.cancelled_at.map(from_unix_millis),
         })
     }
 }

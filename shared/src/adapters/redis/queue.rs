@@ -26,7 +26,7 @@ use crate::application::ports::queue::{
 };
 use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::draw::DrawSeed;
-use crate::domain::event_settings::{EventSettings, QueueState};
+use crate::domain::event_settings::{ClosedReason, EventSettings, QueueState};
 use crate::domain::ids::{CustomerId, EventId};
 use crate::domain::status::StatusInputs;
 
@@ -476,6 +476,7 @@ impl AdmissionRegistry for RedisQueue {
         match reply.as_slice() {
             [live] if live == "0" => Ok(None),
             [status] if status == "no_event" => Err(LineupError::CacheRecovering),
+            [status] if status == "cancelled" => Err(LineupError::EventCancelled),
             [live, limit] if live == "1" => Ok(Some(LiveAdmission {
                 expires_at,
                 ticket_limit: match limit.as_str() {
@@ -582,13 +583,13 @@ impl EventSettingsStore for RedisQueue {
         self.track_open(event, settings.state).await
     }
 
-    async fn close(&self, event: &EventId, sold_out: bool) -> Result<bool, LineupError> {
+    async fn close(&self, event: &EventId, reason: ClosedReason) -> Result<bool, LineupError> {
         let keys = EventKeys::new(event);
         let closed: i64 = self
             .scripts
             .close
             .key(&keys.settings)
-            .arg(if sold_out { "sold_out" } else { "closed" })
+            .arg(reason.as_str())
             .invoke_async(&mut self.connection())
             .await?;
         self.track_open(event, QueueState::Closed).await?;

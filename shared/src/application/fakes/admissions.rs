@@ -5,7 +5,8 @@
 //! customer's score in the active set (the end of their session, in milliseconds), live only if
 //! the token's expiry is that very score and still ahead; an event the cache has lost answers
 //! [`LineupError::CacheRecovering`]; after a restore, a token for an admission claimed before it
-//! puts its holder back, once per customer.
+//! puts its holder back, once per customer; a cancelled event refuses every admission
+//! ([`LineupError::EventCancelled`]).
 //!
 //! It plays a cache loss ([`MemoryAdmissions::forget_event`]) and an outage
 //! ([`MemoryAdmissions::go_down`], [`MemoryAdmissions::fail_next`]: calls fail with
@@ -35,6 +36,8 @@ struct EventAdmissions {
     restored: Option<(u64, u64)>,
     /// Customers put back from their token since the restore.
     restored_from_token: BTreeSet<CustomerId>,
+    /// `closed_reason` is `cancelled`.
+    cancelled: bool,
 }
 
 #[derive(Default)]
@@ -101,6 +104,13 @@ impl MemoryAdmissions {
         }
     }
 
+    /// The event is cancelled (`close.lua` with the reason `cancelled`).
+    pub(crate) fn cancel_event(&self, event: &EventId) {
+        if let Some(known) = self.lock().events.get_mut(event) {
+            known.cancelled = true;
+        }
+    }
+
     // --- Playing faults ---
 
     /// A cache loss of one event: its settings and admissions forgotten.
@@ -164,6 +174,9 @@ impl AdmissionRegistry for MemoryAdmissions {
         let Some(known) = state.events.get_mut(event) else {
             return Err(LineupError::CacheRecovering);
         };
+        if known.cancelled {
+            return Err(LineupError::EventCancelled);
+        }
         let (expires, now) = (unix_millis(expires_at), unix_millis(now));
         let score = known.active.get(customer).copied();
         let live = LiveAdmission {

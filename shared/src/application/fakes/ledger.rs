@@ -321,6 +321,13 @@ impl MemoryLedger {
             .insert((event.clone(), customer.clone()), seats);
     }
 
+    /// The order's event was cancelled while it was open (`lineup event cancel` marks it).
+    pub(crate) fn cancel_event_of(&self, order: &OrderId, at: SystemTime) {
+        if let Some(stored) = self.lock().tables.orders.get_mut(order.as_str()) {
+            stored.order.event_cancelled_at = Some(at);
+        }
+    }
+
     // --- Playing faults ---
 
     /// The order's item becomes unreadable, as after a bad hand edit: reading it fails with
@@ -498,6 +505,7 @@ impl LedgerTables {
                     request.admission_expires_at,
                 ))),
                 checkout_payment: None,
+                event_cancelled_at: None,
             };
             for seat in &request.seats {
                 let stored = self
@@ -783,6 +791,21 @@ impl LedgerTables {
         )
     }
 
+    /// The order is open, with its terms, and its event was cancelled (`why_unpayable`).
+    fn event_cancelled(&self, terms: &OrderTerms) -> bool {
+        self.terms_match(terms) == Some(true)
+            && self
+                .orders
+                .get(terms.order_id.as_str())
+                .is_some_and(|stored| {
+                    stored.order.event_cancelled_at.is_some()
+                        && matches!(
+                            stored.order.status,
+                            OrderStatus::Pending | OrderStatus::Expired | OrderStatus::Released
+                        )
+                })
+    }
+
     /// A settlement's conditions (`settlement_items`), item by item.
     fn settlement_reasons(
         &self,
@@ -803,6 +826,8 @@ impl LedgerTables {
                     OrderStatus::Pending | OrderStatus::Expired | OrderStatus::Released
                 ) && stored.order.amount == payment.amount
                     && stored.order.currency == payment.currency
+                    // A cancelled event's order is not sold; the refund takes it.
+                    && (outcome != PaymentOutcome::Paid || stored.order.event_cancelled_at.is_none())
             })
             && self.terms_match(terms) == Some(true);
         let rest = match outcome {
@@ -1000,6 +1025,9 @@ impl LedgerTables {
                 return seen;
             }
             if reasons.order {
+                if outcome == PaymentOutcome::Paid && self.event_cancelled(&terms) {
+                    continue;
+                }
                 let outcome = match self.terms_match(&terms) {
                     None => PaymentOutcome::UnknownOrder,
                     Some(true) => PaymentOutcome::OrderNotPayable,

@@ -25,7 +25,7 @@ use crate::application::ports::queue::{
 };
 use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::draw::DrawSeed;
-use crate::domain::event_settings::{EventSettings, QueueState};
+use crate::domain::event_settings::{ClosedReason, EventSettings, QueueState};
 use crate::domain::ids::{CustomerId, EventId};
 use crate::domain::status::StatusInputs;
 
@@ -470,12 +470,15 @@ impl EventSettingsStore for MemoryQueue {
         Ok(state.events.get(event).map(|known| known.settings.clone()))
     }
 
-    async fn close(&self, event: &EventId, sold_out: bool) -> Result<bool, LineupError> {
+    async fn close(&self, event: &EventId, reason: ClosedReason) -> Result<bool, LineupError> {
         let mut state = self.enter("close")?;
         let closed = match state.events.get_mut(event) {
             Some(known) => {
                 known.settings.state = QueueState::Closed;
-                known.closed_reason = Some(if sold_out { "sold_out" } else { "closed" }.into());
+                // A cancellation is final (`close.lua`).
+                if known.closed_reason.as_deref() != Some(ClosedReason::Cancelled.as_str()) {
+                    known.closed_reason = Some(reason.as_str().into());
+                }
                 true
             }
             None => false,

@@ -83,6 +83,9 @@ pub struct Order {
     /// The provider's payment checkout made for the order (`POST /orders/{orderId}/payment`):
     /// one per order, whatever the retries.
     pub checkout_payment: Option<PaymentId>,
+    /// When its event was cancelled (`lineup event cancel`), if that happened while the order
+    /// was not paid: it can no longer be paid, and a payment for it is refunded.
+    pub event_cancelled_at: Option<SystemTime>,
 }
 
 impl Order {

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use crate::application::error::LineupError;
 use crate::domain::draw::DrawSeed;
-use crate::domain::event_settings::EventSettings;
+use crate::domain::event_settings::{ClosedReason, EventSettings};
 use crate::domain::ids::{CustomerId, EventId};
 use crate::domain::status::StatusInputs;
 
@@ -362,8 +362,9 @@ pub trait EventSettingsStore: Send + Sync {
     async fn settings(&self, event: &EventId) -> Result<Option<EventSettings>, LineupError>;
 
     /// Closes the event's queue: joins get 409, waiting customers' polls say `closed`, the
-    /// status says `sold_out` or `closed`. `false` when there is no such event.
-    async fn close(&self, event: &EventId, sold_out: bool) -> Result<bool, LineupError>;
+    /// status says `sold_out`, `closed` or `cancelled`; a cancelled event's admissions stop
+    /// holding seats too. `false` when there is no such event.
+    async fn close(&self, event: &EventId, reason: ClosedReason) -> Result<bool, LineupError>;
 
     /// Records the count of seats not sold, for the public status.
     async fn set_seats_left(&self, event: &EventId, seats_left: u64) -> Result<(), LineupError>;

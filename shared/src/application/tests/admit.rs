@@ -411,7 +411,11 @@ async fn a_queue_closed_in_the_cache_admits_nobody_and_its_closing_is_recorded_o
     assert_eq!(world.tick(&admission).await.admitted, 5);
 
     // The expiry sweep closes a sold-out queue in the cache alone.
-    assert!(world.queue.close(&event, true).await.unwrap());
+    assert!(world
+        .queue
+        .close(&event, crate::domain::event_settings::ClosedReason::SoldOut)
+        .await
+        .unwrap());
     world.clock.advance(secs(1));
     assert_eq!(world.tick(&admission).await.admitted, 0);
     let record = world.records.event(&event).await.unwrap().unwrap();

@@ -55,6 +55,38 @@ async fn a_held_order_gets_one_payment_for_its_amount_whatever_the_retries() {
 }
 
 #[tokio::test]
+async fn a_cancelled_events_order_gets_no_payment_and_its_tied_one_is_cancelled() {
+    let sale = Sale::new().await;
+    let (alice, bob) = (customer("alice"), customer("bob"));
+    let alices = sale.held(&alice, &["F1-1"]).await;
+    let alices = alices["orderId"].as_str().unwrap();
+    let bobs = sale.held(&bob, &["F1-2"]).await;
+    let bobs = bobs["orderId"].as_str().unwrap();
+    // Alice started paying before the cancellation; Bob had not.
+    assert_eq!(pay(&sale, &alice, alices).await.status(), StatusCode::OK);
+    for order in [alices, bobs] {
+        let order = crate::domain::ids::OrderId::parse(order).unwrap();
+        sale.ledger.cancel_event_of(&order, sale.now());
+    }
+
+    for (who, order) in [(&alice, alices), (&bob, bobs)] {
+        let answer = pay(&sale, who, order).await;
+        assert_eq!(
+            refusal(&answer),
+            (StatusCode::CONFLICT, "event_cancelled".to_owned())
+        );
+    }
+    let payments = sale.provider.payments();
+    assert_eq!(payments.len(), 1, "no payment made for Bob's order");
+    assert_eq!(
+        payments[0].status,
+        PaymentStatus::Canceled,
+        "Alice's cancelled"
+    );
+    assert_eq!(sale.order(bobs).checkout_payment, None);
+}
+
+#[tokio::test]
 async fn racing_checkouts_tie_one_payment_and_cancel_the_extra() {
     let sale = Sale::new().await;
     sale.provider.ignore_idempotency_keys();

@@ -17,7 +17,7 @@ use crate::application::fakes::outage::Faulty;
 use crate::application::ports::ledger::{HoldSweeper, OrderStatus, PaymentOutcome, HOLD_DURATION};
 use crate::application::ports::outbox::OutboxEventKind;
 use crate::domain::clock::rfc3339;
-use crate::domain::ids::CustomerId;
+use crate::domain::ids::{CustomerId, OrderId};
 use crate::domain::seat::SeatStatus;
 use crate::domain::webhook_signature::{WebhookSecret, MAX_BODY};
 
@@ -348,6 +348,38 @@ async fn a_second_payment_for_a_paid_order_is_recorded_for_refund() {
         .unwrap();
     assert_eq!(stored.order.status, OrderStatus::Paid);
     assert_eq!(stored.payment_id.as_deref(), Some("pay_1"), "settled once");
+}
+
+#[tokio::test]
+async fn a_payment_for_an_order_open_when_its_event_was_cancelled_is_refunded_not_sold() {
+    let (sale, alice, order_id, amount) = held(&["F1-1", "F1-2"]).await;
+    let order = OrderId::parse(&order_id).unwrap();
+    sale.ledger.cancel_event_of(&order, sale.now());
+
+    let paid_after = pay(&sale, &order_id, "evt_1", "pay_1", amount).await;
+    let again = pay(&sale, &order_id, "evt_2", "pay_1", amount).await;
+
+    for answer in [&paid_after, &again] {
+        assert_eq!(answer.status(), StatusCode::OK);
+        assert_eq!(
+            body(answer),
+            json!({ "orderId": order_id, "status": "REFUND_REQUIRED" })
+        );
+    }
+    assert_eq!(sale.order(&order_id).status, OrderStatus::RefundRequired);
+    for id in ["F1-1", "F1-2"] {
+        assert_ne!(
+            sale.seat_status(id),
+            SeatStatus::Sold,
+            "{id} sold after the cancel"
+        );
+    }
+    let outbox = sale.ledger.outbox();
+    assert_eq!(outbox.len(), 1, "one refund for two deliveries");
+    assert_eq!(outbox[0].kind, OutboxEventKind::RefundRequired);
+    assert_eq!(outbox[0].amount, amount);
+    assert_eq!(outbox[0].payment_id.as_deref(), Some("pay_1"));
+    assert_eq!(sale.ledger.paid_seats(&sale.event, &alice), None);
 }
 
 #[tokio::test]

@@ -668,6 +668,22 @@ async fn someone_elses_token_or_another_events_is_refused() {
 }
 
 #[tokio::test]
+async fn a_cancelled_event_refuses_every_hold_even_from_a_live_admission() {
+    let sale = Sale::new().await;
+    let alice = customer("alice");
+    let token = sale.admit(&alice);
+    sale.admissions.cancel_event(&sale.event);
+
+    let response = sale.hold(&alice, &token, &["F1-1"]).await;
+    assert_eq!(
+        refusal(&response),
+        (StatusCode::CONFLICT, "event_cancelled".to_owned())
+    );
+    // Nothing written: the ledger was never asked.
+    assert_eq!(sale.ledger.calls("hold"), 0);
+}
+
+#[tokio::test]
 async fn a_revoked_admission_is_refused_though_its_token_verifies() {
     let sale = Sale::new().await;
     let (alice, bob) = (customer("alice"), customer("bob"));

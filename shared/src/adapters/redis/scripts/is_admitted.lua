@@ -5,10 +5,13 @@
 -- After a cache loss the signed token is the proof of an admission the cache forgot: a token for
 -- an admission claimed before the event was restored (its expiry minus a session is before the
 -- restore), still running, puts its holder back in the active set, once per customer.
+-- A cancelled event (`lineup event cancel`) refuses every admission: nothing more is sold.
 -- KEYS: active, settings, restored
 -- ARGV: customer, expires_ms, now_ms
 -- Reply: {1, ticket_limit or ""} | {0} | {"no_event"} (the cache has lost the event)
+--        | {"cancelled"}
 local expires, now = tonumber(ARGV[2]), tonumber(ARGV[3])
+if redis.call('HGET', KEYS[2], 'closed_reason') == 'cancelled' then return {'cancelled'} end
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if score and tonumber(score) == expires and tonumber(score) > now then
   return {1, redis.call('HGET', KEYS[2], 'ticket_limit') or ''}
