@@ -50,6 +50,7 @@ async fn run(sale: &OnSale) -> ReconcileReport {
         &ReconcilePorts {
             orders: sale.ledger.as_ref(),
             ledger: sale.ledger.as_ref(),
+            refunds: sale.ledger.as_ref(),
             provider: &provider,
             clock: sale.clock.as_ref(),
         },

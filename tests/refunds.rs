@@ -25,10 +25,30 @@ use lineup_tests::localstripe::{self, customer_pays};
 use lineup_tests::on_sale::{seat, OnSale};
 use lineup_tests::*;
 
-/// The adapter, failing the next `failures` refunds before they reach the provider.
+/// The adapter, failing the next `failures` refunds before they reach the provider, and, while
+/// `pending`, telling every refund `pending` (as a bank transfer's is for days; localstripe's
+/// succeed at once).
 struct Flaky<P> {
     inner: P,
     failures: AtomicU32,
+    pending: std::sync::atomic::AtomicBool,
+}
+
+impl<P> Flaky<P> {
+    fn new(inner: P, failures: u32) -> Self {
+        Self {
+            inner,
+            failures: AtomicU32::new(failures),
+            pending: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn as_told(&self, mut refund: ProviderRefund) -> ProviderRefund {
+        if self.pending.load(Ordering::SeqCst) {
+            refund.status = lineup::application::ports::payments::RefundStatus::Pending;
+        }
+        refund
+    }
 }
 
 #[async_trait]
@@ -53,10 +73,11 @@ impl<P: PaymentProvider> PaymentProvider for Flaky<P> {
                 source: "a played provider outage".into(),
             });
         }
-        self.inner.refund(refund).await
+        Ok(self.as_told(self.inner.refund(refund).await?))
     }
     async fn refunds_of(&self, payment: &PaymentId) -> Result<Vec<ProviderRefund>, LineupError> {
-        self.inner.refunds_of(payment).await
+        let refunds = self.inner.refunds_of(payment).await?;
+        Ok(refunds.into_iter().map(|refund| self.as_told(refund)).collect())
     }
 }
 
@@ -130,10 +151,7 @@ async fn a_refund_required_is_one_refund_at_the_provider_despite_races_and_a_fai
     logs();
     let sale = OnSale::with_seats(2).await;
     let (order_id, payment, event) = late_payment(&sale).await;
-    let provider = Flaky {
-        inner: localstripe::provider(),
-        failures: AtomicU32::new(1),
-    };
+    let provider = Flaky::new(localstripe::provider(), 1);
     let ports = RefundPorts {
         ledger: sale.ledger.as_ref(),
         provider: &provider,
@@ -188,4 +206,54 @@ async fn a_refund_required_is_one_refund_at_the_provider_despite_races_and_a_fai
             .len(),
         1
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_pending_refund_whose_webhook_is_lost_is_settled_by_reconciliation() {
+    use lineup::application::ports::refunds::{RefundLedger, RefundState};
+    use lineup::application::reconcile::{reconcile, ReconcilePorts};
+
+    logs();
+    let sale = OnSale::with_seats(2).await;
+    let (order_id, payment, event) = late_payment(&sale).await;
+    let provider = Flaky::new(localstripe::provider(), 0);
+    provider.pending.store(true, Ordering::SeqCst);
+    let ports = RefundPorts {
+        ledger: sale.ledger.as_ref(),
+        provider: &provider,
+        retries: &NoRetries,
+        clock: sale.clock.as_ref(),
+    };
+    let outcome = refund::carry_out(&ports, &event).await.unwrap();
+    assert!(
+        matches!(outcome, RefundOutcome::Asked(ref record) if record.state == RefundState::Pending),
+        "{outcome:?}"
+    );
+    let listed = sale.ledger.pending_refunds().await.unwrap();
+    assert_eq!(listed.len(), 1, "listed for reconciliation: {listed:?}");
+    assert_eq!(listed[0].request.refund_id, event.outbox_id);
+
+    let reconcile_ports = ReconcilePorts {
+        orders: sale.ledger.as_ref(),
+        ledger: sale.ledger.as_ref(),
+        refunds: sale.ledger.as_ref(),
+        provider: &provider,
+        clock: sale.clock.as_ref(),
+    };
+    // Still pending: looked at, nothing changes.
+    let report = reconcile(&reconcile_ports, Some(&sale.event)).await.unwrap();
+    assert_eq!((report.refunds_checked, report.refunds_settled), (1, 0));
+    assert_eq!(sale.orders().await[order_id.as_str()]["status"], "REFUND_REQUIRED");
+
+    // The bank is done and the refund.updated webhook never comes: the next run settles it.
+    provider.pending.store(false, Ordering::SeqCst);
+    let report = reconcile(&reconcile_ports, Some(&sale.event)).await.unwrap();
+    assert_eq!((report.refunds_checked, report.refunds_settled), (1, 1));
+    assert_eq!(sale.orders().await[order_id.as_str()]["status"], "REFUNDED");
+    let stored = sale.ledger.refund(&event.outbox_id).await.unwrap().unwrap();
+    assert_eq!(stored.state, RefundState::Succeeded);
+    assert!(sale.ledger.pending_refunds().await.unwrap().is_empty(), "no longer listed");
+    let refunds = provider.refunds_of(&payment.id).await.unwrap();
+    assert_eq!(refunds.len(), 1, "one refund at the provider: {refunds:?}");
+    assert_eq!(refunds[0].amount, payment.amount);
 }

@@ -67,6 +67,7 @@ pub async fn run(action: &PaymentsAction) -> Result<String, ReconcileError> {
     let ports = ReconcilePorts {
         orders: &ledger as &dyn OpenPayments,
         ledger: &ledger as &dyn PaymentLedger,
+        refunds: &ledger,
         provider: &provider,
         clock: &SystemClock,
     };
@@ -77,11 +78,13 @@ pub async fn run(action: &PaymentsAction) -> Result<String, ReconcileError> {
 /// The report, a line per settled order.
 pub fn describe(event: &EventId, report: &ReconcileReport) -> String {
     let mut text = format!(
-        "event {event}: {} open payments looked at; {} settled, {} holds kept, {} orders ended, {} failed (run again)",
+        "event {event}: {} open payments looked at; {} settled, {} holds kept, {} orders ended; {} pending refunds looked at (every event's), {} finished; {} failed (run again)",
         report.checked,
         report.settled.len(),
         report.extended,
         report.ended,
+        report.refunds_checked,
+        report.refunds_settled,
         report.failed
     );
     for settled in &report.settled {

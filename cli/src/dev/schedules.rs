@@ -82,6 +82,7 @@ pub async fn reconcile_forever(ledger: DynamoLedger, provider: StripeProvider, e
     let ports = ReconcilePorts {
         orders: &ledger,
         ledger: &ledger,
+        refunds: &ledger,
         provider: &provider,
         clock: &SystemClock,
     };

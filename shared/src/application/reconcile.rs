@@ -14,6 +14,10 @@
 //!   progress): the payment is cancelled, then the order ends EXPIRED and its seats go back; if
 //!   the cancel comes too late (the money was taken meanwhile), the payment settles it.
 //!
+//! Then every refund still `pending` at the provider is asked about again, and what the provider
+//! says now is stored as the `refund.updated` webhook would have stored it (the order becomes
+//! REFUNDED when the money is back): a lost refund webhook costs at most one period too.
+//!
 //! It runs outside the VPC (it calls the provider): it reads no ticket limit from Redis, so a
 //! sale it settles is held to the limit the order was held under.
 
@@ -32,6 +36,7 @@ use crate::application::ports::ledger::{
 use crate::application::ports::payments::{
     Cancellation, PaymentProvider, PaymentStatus, ProviderPayment,
 };
+use crate::application::ports::refunds::{RefundLedger, RefundRecord, RefundState};
 use crate::domain::clock::Clock;
 use crate::domain::ids::{EventId, PaymentId};
 
@@ -45,6 +50,8 @@ pub struct ReconcilePorts<'a> {
     pub orders: &'a dyn OpenPayments,
     /// The settlement, as the webhook's (DynamoDB).
     pub ledger: &'a dyn PaymentLedger,
+    /// The refunds still pending at the provider, and where their outcome is stored (DynamoDB).
+    pub refunds: &'a dyn RefundLedger,
     /// Where the payments are (Stripe).
     pub provider: &'a dyn PaymentProvider,
     /// The time holds are judged at.
@@ -64,8 +71,13 @@ pub struct ReconcileReport {
     pub extended: u64,
     /// Orders ended because their payment was (or has now been) cancelled.
     pub ended: u64,
-    /// Orders that could not be looked at this time (logged; the next run tries again).
+    /// Orders (or refunds) that could not be looked at this time (logged; the next run tries
+    /// again).
     pub failed: u64,
+    /// Refunds still pending at the provider, looked at again.
+    pub refunds_checked: u64,
+    /// Of those, the ones the provider has finished since (succeeded or failed): stored now.
+    pub refunds_settled: u64,
 }
 
 /// One order reconciliation settled.
@@ -104,6 +116,14 @@ pub async fn reconcile(
             tracing::warn!(order = %order.order_id, error = %error, source = ?std::error::Error::source(&error), "could not reconcile an order; the next run tries again");
         }
     }
+    // Every pending refund (they are few, and not by event: a cancelled event's refunds too).
+    for record in ports.refunds.pending_refunds().await? {
+        report.refunds_checked += 1;
+        if let Err(error) = reconcile_refund(ports, &record, &mut report).await {
+            report.failed += 1;
+            tracing::warn!(refund = %record.request.refund_id, error = %error, source = ?std::error::Error::source(&error), "could not reconcile a refund; the next run tries again");
+        }
+    }
     if !report.settled.is_empty() {
         metrics::emit(
             &[],
@@ -119,6 +139,8 @@ pub async fn reconcile(
         settled = report.settled.len(),
         extended = report.extended,
         ended = report.ended,
+        refunds_checked = report.refunds_checked,
+        refunds_settled = report.refunds_settled,
         failed = report.failed,
         "reconciled"
     );
@@ -165,6 +187,38 @@ async fn reconcile_order(
             Cancellation::TooLate(_) => Ok(()),
         },
     }
+}
+
+/// A refund pending at the provider: its status now, stored if the provider has finished it.
+async fn reconcile_refund(
+    ports: &ReconcilePorts<'_>,
+    record: &RefundRecord,
+    report: &mut ReconcileReport,
+) -> Result<(), LineupError> {
+    let request = &record.request;
+    let found = ports
+        .provider
+        .refunds_of(&request.payment_id)
+        .await?
+        .into_iter()
+        .find(|refund| {
+            refund.lineup_refund.as_deref() == Some(request.refund_id.as_str())
+                || record.provider_refund_id.as_deref() == Some(refund.id.as_str())
+        });
+    let Some(refund) = found else {
+        tracing::error!(refund = %request.refund_id, payment = %request.payment_id, "a pending refund is unknown to the provider");
+        return Ok(());
+    };
+    if RefundState::of(refund.status) == RefundState::Pending {
+        return Ok(());
+    }
+    let stored = ports
+        .refunds
+        .settle(record, &refund, ports.clock.now())
+        .await?;
+    report.refunds_settled += 1;
+    tracing::info!(refund = %request.refund_id, payment = %request.payment_id, state = stored.state.as_str(), "refund settled by reconciliation (the webhook had not come)");
+    Ok(())
 }
 
 /// The order ends (EXPIRED once its hold lapsed, else RELEASED), its seats back on sale.

@@ -229,6 +229,7 @@ pub async fn reconcile() -> Result<(), Error> {
         let ports = reconcile::ReconcilePorts {
             orders: ledger,
             ledger: ledger as &dyn crate::application::ports::ledger::PaymentLedger,
+            refunds: ledger,
             provider,
             clock: &SystemClock,
         };

@@ -2,6 +2,10 @@
 //! transaction with its payment's refunded total (`PAYMENT#<payment id>`, `refunded`): the
 //! total only grows by what is left of the payment, so refunds never pass what was paid, however
 //! many records ask.
+//!
+//! A refund the provider has not finished (`pending`) is also in the orders table's sparse
+//! index, under a partition of its own ([`PENDING_REFUNDS`], never one of the expiry sweep's
+//! shards): reconciliation lists them there and asks the provider again.
 
 use std::time::SystemTime;
 
@@ -9,7 +13,7 @@ use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
 use crate::adapters::dynamo::items::{
-    from_item, n, order_key, payment_key, s, to_item, Item, REFUND_PREFIX,
+    from_item, n, order_key, payment_key, s, to_item, Item, PENDING_INDEX, REFUND_PREFIX,
 };
 use crate::adapters::dynamo::{
     built, condition_failed, is_condition_failure, store_error, transact, DynamoLedger,
@@ -23,6 +27,10 @@ use crate::application::ports::refunds::{
 };
 use crate::domain::clock::unix_millis;
 use crate::domain::ids::{OrderId, PaymentId};
+
+/// The index partition (`pending_shard`) of refunds still pending at the provider. The sweep
+/// and the open-payments listing read only their `PENDING#<n>` shards, so they never see these.
+pub const PENDING_REFUNDS: &str = "REFUND-PENDING";
 
 /// How many times the record is tried when another refund of the same payment moved its total
 /// meanwhile.
@@ -218,27 +226,36 @@ impl RefundLedger for DynamoLedger {
         &self,
         record: &RefundRecord,
         refund: &ProviderRefund,
-        _now: SystemTime,
+        now: SystemTime,
     ) -> Result<RefundRecord, LineupError> {
         let request = &record.request;
         let state = RefundState::of(refund.status);
-        // A final state stays: a late, older status never undoes it.
-        let updated = self
+        // A final state stays: a late, older status never undoes it. A pending one is listed
+        // for reconciliation (the index needs both of its keys); a final one leaves the list.
+        let update = if state == RefundState::Pending {
+            "SET #state = :state, provider_refund_id = :refund, pending_shard = :listed, \
+             expires_at = :now REMOVE lease_until"
+        } else {
+            "SET #state = :state, provider_refund_id = :refund REMOVE lease_until, pending_shard"
+        };
+        let mut updated = self
             .client
             .update_item()
             .table_name(&self.tables.orders)
             .key("pk", s(refund_pk(&request.refund_id)))
-            .update_expression(
-                "SET #state = :state, provider_refund_id = :refund REMOVE lease_until",
-            )
+            .update_expression(update)
             .condition_expression("#state IN (:creating, :pending)")
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":state", s(state.as_str()))
             .expression_attribute_values(":refund", s(&refund.id))
             .expression_attribute_values(":creating", s(RefundState::Creating.as_str()))
-            .expression_attribute_values(":pending", s(RefundState::Pending.as_str()))
-            .send()
-            .await;
+            .expression_attribute_values(":pending", s(RefundState::Pending.as_str()));
+        if state == RefundState::Pending {
+            updated = updated
+                .expression_attribute_values(":listed", s(PENDING_REFUNDS))
+                .expression_attribute_values(":now", n(unix_millis(now)));
+        }
+        let updated = updated.send().await;
         match updated {
             Ok(_) => {}
             Err(error) if is_condition_failure(&error) => {}
@@ -274,5 +291,29 @@ impl RefundLedger for DynamoLedger {
             }
         }
         Ok(settled)
+    }
+
+    async fn pending_refunds(&self) -> Result<Vec<RefundRecord>, LineupError> {
+        let items: Vec<Item> = self
+            .client
+            .query()
+            .table_name(&self.tables.orders)
+            .index_name(PENDING_INDEX)
+            .key_condition_expression("pending_shard = :listed")
+            .expression_attribute_values(":listed", s(PENDING_REFUNDS))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .map(|item| item.map_err(store_error))
+            .collect::<Result<_, _>>()?;
+        items
+            .into_iter()
+            .map(|item| from_item::<RefundItem>(item)?.into_record())
+            // The index is eventually consistent: one settled meanwhile may still show.
+            .filter(|record| !matches!(record, Ok(record) if record.state != RefundState::Pending))
+            .collect()
     }
 }

@@ -1316,6 +1316,17 @@ impl RefundLedger for MemoryLedger {
         }
         Ok(settled)
     }
+
+    async fn pending_refunds(&self) -> Result<Vec<RefundRecord>, LineupError> {
+        let state = self.enter("pending_refunds")?;
+        Ok(state
+            .tables
+            .refunds
+            .values()
+            .filter(|stored| stored.record.state == RefundState::Pending)
+            .map(|stored| stored.record.clone())
+            .collect())
+    }
 }
 
 // --- The sweep ---

@@ -79,6 +79,15 @@ impl FakeProvider {
         self.lock().refund_status = Some(status);
     }
 
+    /// Every refund still pending goes to `status` (the bank finished), with no webhook.
+    pub(crate) fn finish_refunds(&self, status: RefundStatus) {
+        for refund in &mut self.lock().refunds {
+            if refund.status == RefundStatus::Pending {
+                refund.status = status;
+            }
+        }
+    }
+
     /// The customer pays (or the bank moves the payment on): its status now.
     pub(crate) fn set_status(&self, payment: &PaymentId, status: PaymentStatus) {
         if let Some(stored) = self.lock().payments.get_mut(payment.as_str()) {

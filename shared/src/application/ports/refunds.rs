@@ -128,6 +128,11 @@ pub trait RefundLedger: Send + Sync {
         refund: &ProviderRefund,
         now: SystemTime,
     ) -> Result<RefundRecord, LineupError>;
+
+    /// Every refund the provider has but has not finished (`pending`): reconciliation asks the
+    /// provider again, so a lost `refund.updated` webhook does not leave an order short of
+    /// REFUNDED for good.
+    async fn pending_refunds(&self) -> Result<Vec<RefundRecord>, LineupError>;
 }
 
 /// Hands a message that could not be done now back to its queue, to come again after `wait`.

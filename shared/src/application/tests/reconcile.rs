@@ -39,6 +39,7 @@ async fn run(sale: &Sale) -> crate::application::reconcile::ReconcileReport {
         &ReconcilePorts {
             orders: sale.ledger.as_ref(),
             ledger: sale.ledger.as_ref(),
+            refunds: sale.ledger.as_ref(),
             provider: sale.provider.as_ref(),
             clock: sale.clock.as_ref(),
         },

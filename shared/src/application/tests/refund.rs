@@ -13,7 +13,7 @@ use crate::application::fakes::payments::FakeProvider;
 use crate::application::ports::ledger::{OrderStatus, HOLD_DURATION};
 use crate::application::ports::outbox::{OutboxEvent, OutboxEventKind};
 use crate::application::ports::payments::RefundStatus;
-use crate::application::ports::refunds::RetryLater;
+use crate::application::ports::refunds::{RefundLedger, RetryLater};
 use crate::application::ports::refunds::{RefundState, REFUND_LEASE};
 use crate::application::refund::{
     backoff, carry_out, handle_batch, QueueBatch, QueueMessage, RefundOutcome, RefundPorts,
@@ -194,6 +194,42 @@ async fn a_pending_refund_is_recorded_and_the_order_waits_for_the_money() {
         "{outcome:?}"
     );
     assert_eq!(sale.order(&order_id).status, OrderStatus::RefundRequired);
+}
+
+#[tokio::test]
+async fn reconciliation_ends_a_pending_refund_whose_webhook_never_came() {
+    use crate::application::reconcile::{reconcile, ReconcilePorts};
+
+    let (sale, order_id, event) = refund_due().await;
+    let (provider, retries) = (provider(), Retries::default());
+    provider.make_refunds(RefundStatus::Pending);
+    carry_out(&ports(&sale, &provider, &retries), &event)
+        .await
+        .unwrap();
+    let reconcile_ports = ReconcilePorts {
+        orders: sale.ledger.as_ref(),
+        ledger: sale.ledger.as_ref(),
+        refunds: sale.ledger.as_ref(),
+        provider: &provider,
+        clock: sale.clock.as_ref(),
+    };
+
+    // Still pending at the provider: looked at, nothing changes.
+    let report = reconcile(&reconcile_ports, None).await.unwrap();
+    assert_eq!((report.refunds_checked, report.refunds_settled), (1, 0));
+    assert_eq!(sale.order(&order_id).status, OrderStatus::RefundRequired);
+
+    // The money is back, and the refund.updated webhook is lost.
+    provider.finish_refunds(RefundStatus::Succeeded);
+    let report = reconcile(&reconcile_ports, None).await.unwrap();
+    assert_eq!((report.refunds_checked, report.refunds_settled), (1, 1));
+    assert_eq!(sale.order(&order_id).status, OrderStatus::Refunded);
+    let stored = sale.ledger.refund(&event.outbox_id).await.unwrap().unwrap();
+    assert_eq!(stored.state, RefundState::Succeeded);
+    // Settled: no longer listed, nothing more asked.
+    let report = reconcile(&reconcile_ports, None).await.unwrap();
+    assert_eq!((report.refunds_checked, report.refunds_settled), (0, 0));
+    assert_eq!(provider.refunds().len(), 1, "one refund, never a second");
 }
 
 #[tokio::test]
