@@ -21,12 +21,19 @@
 #     (300 customers, 60 seats, 10 admitted a second from 3 s, so both faults come while most of
 #     the crowd waits; about a minute): Redis flushed, then killed and replaced by an empty one
 #     on its port. Every check must still hold, the dev server must carry on with the
-#     new Redis, and Ctrl-C must stop that one too.
+#     new Redis, and Ctrl-C must stop that one too;
+#  7. `lineup dev --payments stripe` (localstripe for payments; about 15 s): one customer queues,
+#     holds a seat, has its payment made and pays it as the page does (the publishable key and
+#     the client secret to the dev server's `/v1/payment_intents/{id}/confirm`, relayed to
+#     localstripe, `pm_card_visa`); the order must become PAID through localstripe's signed
+#     webhook to `/webhooks/stripe` (reconciliation is held off), and Ctrl-C must stop
+#     localstripe too.
 #
 #   scripts/e2e.sh                       # all of it
 #   LINEUP_SIMULATE_USERS=500 scripts/e2e.sh
 #   LINEUP_CHAOS_PLAN=flush@5s,restart@12s scripts/e2e.sh   # another chaos plan for step 6
-#   LINEUP_E2E_PORT=3026 LINEUP_E2E_REDIS_PORT=6416 LINEUP_E2E_MOTO_PORT=5036 scripts/e2e.sh
+#   LINEUP_E2E_PORT=3026 LINEUP_E2E_REDIS_PORT=6416 LINEUP_E2E_MOTO_PORT=5036 \
+#     LINEUP_E2E_STRIPE_PORT=8426 scripts/e2e.sh
 #                                        # beside another `lineup dev` on the default ports
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +42,7 @@ source scripts/local-stack.sh
 API_PORT="${LINEUP_E2E_PORT:-3000}"
 DEV_REDIS_PORT="${LINEUP_E2E_REDIS_PORT:-6381}"
 DEV_MOTO_PORT="${LINEUP_E2E_MOTO_PORT:-5010}"
+DEV_STRIPE_PORT="${LINEUP_E2E_STRIPE_PORT:-8420}"
 # The demo event's size for the browser test (its best-available scenario wants a big venue);
 # seeding 20,000 seats takes about 20 s more than the default 1,000.
 BIG_SEATS=20000
@@ -235,3 +243,66 @@ done
 echo "==> after the chaos run the dev server still serves (the demo event's status: 200)"
 # Ctrl-C must stop the Redis the restart started as well: stop_dev checks the port is free.
 stop_dev
+
+echo "==> lineup dev --payments stripe: one customer pays through localstripe"
+start_dev target/e2e/dev-stripe.log target/debug/lineup dev "${DEV_PORTS[@]}" \
+  --payments stripe --stripe-port "$DEV_STRIPE_PORT" --seats 20 --reconcile-every-seconds 3600
+grep -q "payment provider   localstripe http://127.0.0.1:$DEV_STRIPE_PORT" target/e2e/dev-stripe.log \
+  || { echo "error: the banner does not name localstripe; its output: target/e2e/dev-stripe.log" >&2; exit 1; }
+BASE="http://127.0.0.1:$API_PORT"
+# field PATH [FILE]: one value of a JSON document (stdin or FILE), PATH like `a.0.b`; fails
+# when it is missing or null (python3, which the moto venv needs anyway; no jq on a fresh machine).
+field() {
+  python3 -c 'import json, sys
+doc = json.load(open(sys.argv[2]) if len(sys.argv) > 2 else sys.stdin)
+for part in sys.argv[1].split("."):
+    doc = doc[int(part)] if isinstance(doc, list) else doc.get(part)
+    if doc is None: sys.exit(1)
+print(doc)' "$@"
+}
+# A token for `sub` with no signature: what `lineup dev` takes (cli/src/dev/unverified_jwt.rs).
+base64url() { printf '%s' "$1" | base64 -w0 | tr '+/' '-_' | tr -d '='; }
+CUSTOMER="$(base64url '{"alg":"none","typ":"JWT"}').$(base64url '{"sub":"e2e-stripe-payer"}')."
+api() {
+  local method="$1" path="$2"; shift 2
+  curl -fsS -X "$method" -H "Authorization: Bearer $CUSTOMER" "$@" "$BASE$path"
+}
+TICKET="$(api POST /events/demo/queue | field queueId)"
+ACCESS_TOKEN=""
+for _ in $(seq 1 60); do
+  standing="$(api GET "/events/demo/queue/$TICKET")"
+  TICKET="$(field queueId <<<"$standing")"
+  if [ "$(field status <<<"$standing")" = admitted ]; then
+    ACCESS_TOKEN="$(field accessToken <<<"$standing")"
+    break
+  fi
+  sleep 0.5
+done
+[ -n "$ACCESS_TOKEN" ] || { echo "error: the payer was not admitted within 30 s" >&2; exit 1; }
+LAYOUT_VERSION="$(api GET /events/demo/seats | field layoutVersion)"
+SEAT="$(api GET "/events/demo/layout/$LAYOUT_VERSION" | field sections.0.rows.0.seats.0)"
+ORDER="$(api POST /events/demo/holds -H "X-Queue-Token: $ACCESS_TOKEN" \
+  -H 'Content-Type: application/json' -d "{\"seatIds\":[\"$SEAT\"]}" | field orderId)"
+api POST "/orders/$ORDER/payment" >target/e2e/stripe-payment.json
+# As the page's confirmAtProvider pays (web/order.js): same origin, publishable key, client secret.
+curl -fsS -X POST "$BASE/v1/payment_intents/$(field paymentId target/e2e/stripe-payment.json)/confirm" \
+  -H "Authorization: Bearer $(field publishableKey target/e2e/stripe-payment.json)" \
+  --data-urlencode payment_method=pm_card_visa \
+  --data-urlencode "client_secret=$(field clientSecret target/e2e/stripe-payment.json)" \
+  | field status | grep -qx succeeded \
+  || { echo "error: localstripe did not take the payment" >&2; exit 1; }
+# localstripe sends its event about a second later; reconciliation waits an hour, so only the
+# webhook can sell the order.
+status=""
+for _ in $(seq 1 40); do
+  status="$(api GET "/orders/$ORDER" | field status || true)"
+  [ "$status" = PAID ] && break
+  sleep 0.25
+done
+[ "$status" = PAID ] \
+  || { echo "error: the order is $status, not PAID, 10 s after paying at localstripe; see target/e2e/dev-stripe.log" >&2; exit 1; }
+grep -q 'webhook "payment_intent.succeeded" successfully delivered' \
+  "$LINEUP_CACHE_DIR/dev-localstripe-$DEV_STRIPE_PORT.log" \
+  || { echo "error: localstripe's log does not say it delivered payment_intent.succeeded" >&2; exit 1; }
+echo "==> paid at localstripe as the page pays; its webhook made order $ORDER PAID"
+stop_dev "$API_PORT" "$DEV_REDIS_PORT" "$DEV_MOTO_PORT" "$DEV_STRIPE_PORT"

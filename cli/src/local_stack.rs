@@ -1,15 +1,17 @@
 //! The local stand-ins for AWS that `lineup dev` runs: a private, memory-only redis-server (for
-//! ElastiCache) and the serialised moto server (DynamoDB, DynamoDB Streams, SQS). What is missing
+//! ElastiCache) and the serialised moto server (DynamoDB, DynamoDB Streams, SQS); with
+//! `--payments stripe`, localstripe too (for Stripe, [`StackServices::stripe`]). What is missing
 //! is installed by the same shell functions the test command uses (`scripts/local-stack.sh`);
 //! the processes are this one's children, stopped when it stops. Either service may instead be
 //! one already running ([`Service::Running`]: a LocalStack, a moto, a Redis, a tunnel), which is
 //! used as it is and left running.
 //!
-//! The installer and the moto launcher (`scripts/moto_server.py`) are compiled into the binary and
-//! written to a cache directory ([`CacheDir`]) before use, so a `lineup` copied anywhere, or
-//! installed with `cargo install --path cli`, runs without the source tree and from any working
-//! directory. The same directory keeps the moto venv and the services' logs: installed once,
-//! reused by every later run (and by every checkout, which share one venv instead of one each).
+//! The installer and the launchers (`scripts/moto_server.py`, `scripts/localstripe_server.py`) are
+//! compiled into the binary and written to a cache directory ([`CacheDir`]) before use, so a
+//! `lineup` copied anywhere, or installed with `cargo install --path cli`, runs without the source
+//! tree and from any working directory. The same directory keeps the venvs (moto's; localstripe's,
+//! at the version the installer pins) and the services' logs: installed once, reused by every
+//! later run (and by every checkout, which share one venv instead of one each).
 //!
 //! Redis may be replaced while `lineup dev` runs: killed, and a new, empty server started on the
 //! same port by someone else (`lineup simulate --chaos restart@..`, or a person acting out a
@@ -29,10 +31,13 @@ use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
-/// The installer's shell functions (`ensure_redis_server`, `ensure_moto`), as built.
+/// The installer's shell functions (`ensure_redis_server`, `ensure_moto`,
+/// `ensure_localstripe`), as built.
 const LOCAL_STACK_SH: &str = include_str!("../../scripts/local-stack.sh");
 /// moto with DynamoDB requests serialised, as built.
 const MOTO_SERVER_PY: &str = include_str!("../../scripts/moto_server.py");
+/// localstripe on 127.0.0.1 only, its store in memory (every run starts empty), as built.
+const LOCALSTRIPE_SERVER_PY: &str = include_str!("../../scripts/localstripe_server.py");
 
 #[derive(Debug, thiserror::Error)]
 pub enum StackError {
@@ -66,7 +71,8 @@ pub enum StackError {
     NoCacheDir,
 }
 
-/// Where `lineup dev` keeps what outlives a run: the moto venv (`venv/`), the compiled-in helper
+/// Where `lineup dev` keeps what outlives a run: the moto venv (`venv/`), localstripe's
+/// (`localstripe/`, the installer's `ensure_localstripe` makes it there), the compiled-in helper
 /// scripts (`embedded/<digest>/`, one directory per version of them, so two builds running at
 /// once never rewrite each other's), and the services' logs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,10 +117,15 @@ impl CacheDir {
         self.0.join("venv/bin/python")
     }
 
+    /// The Python of localstripe's own venv (its unpinned dependencies kept apart from moto's).
+    fn localstripe_python(&self) -> PathBuf {
+        self.0.join("localstripe/bin/python")
+    }
+
     /// Writes the compiled-in scripts (if this version of them is not there yet) and says where.
     fn scripts(&self) -> Result<Scripts, StackError> {
         let mut digest = Sha256::new();
-        for text in [LOCAL_STACK_SH, MOTO_SERVER_PY] {
+        for text in [LOCAL_STACK_SH, MOTO_SERVER_PY, LOCALSTRIPE_SERVER_PY] {
             digest.update((text.len() as u64).to_le_bytes());
             digest.update(text.as_bytes());
         }
@@ -127,6 +138,10 @@ impl CacheDir {
         Ok(Scripts {
             local_stack: write_if_changed(&dir.join("local-stack.sh"), LOCAL_STACK_SH)?,
             moto_server: write_if_changed(&dir.join("moto_server.py"), MOTO_SERVER_PY)?,
+            localstripe_server: write_if_changed(
+                &dir.join("localstripe_server.py"),
+                LOCALSTRIPE_SERVER_PY,
+            )?,
         })
     }
 }
@@ -135,6 +150,7 @@ impl CacheDir {
 struct Scripts {
     local_stack: PathBuf,
     moto_server: PathBuf,
+    localstripe_server: PathBuf,
 }
 
 /// Writes `text` to `path` unless it is there already, through a temporary file and a rename, so
@@ -166,6 +182,8 @@ pub struct LocalStack {
     redis_port: Option<u16>,
     pub redis_url: String,
     pub aws_endpoint_url: String,
+    /// localstripe's API base (`http://127.0.0.1:<port>`), if it started one.
+    pub stripe_api_url: Option<String>,
 }
 
 /// Where a service comes from.
@@ -195,23 +213,28 @@ impl Service {
     }
 }
 
-/// The stack's two services: Redis (for ElastiCache) and DynamoDB/SQS/Secrets Manager (moto
-/// when started here).
+/// The stack's services: Redis (for ElastiCache) and DynamoDB/SQS/Secrets Manager (moto
+/// when started here); and, if asked for, localstripe (for Stripe).
 pub struct StackServices {
     pub redis: Service,
     pub aws: Service,
+    /// localstripe, started here on this port of 127.0.0.1 (`lineup dev --payments stripe`) and
+    /// stopped with the stack; `None`: no Stripe stand-in.
+    pub stripe: Option<u16>,
 }
 
 impl LocalStack {
     /// Installs what is missing for the services to start (Debian's redis-server; a venv with
-    /// moto in the cache directory), then starts them and waits until they answer.
+    /// moto in the cache directory; one with localstripe), then starts them and waits until they
+    /// answer.
     pub async fn start(cache: &CacheDir, services: &StackServices) -> Result<Self, StackError> {
         let local_dir = cache.path();
         std::fs::create_dir_all(local_dir)
             .map_err(|source| StackError::Directory(local_dir.to_path_buf(), source))?;
         let redis_port = services.redis.port_to_start();
         let moto_port = services.aws.port_to_start();
-        for port in redis_port.into_iter().chain(moto_port) {
+        let stripe_port = services.stripe;
+        for port in redis_port.into_iter().chain(moto_port).chain(stripe_port) {
             if TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
                 return Err(StackError::PortTaken(port));
             }
@@ -228,12 +251,22 @@ impl LocalStack {
                 Service::Start(port) => format!("http://127.0.0.1:{port}"),
                 Service::Running(url) => url.clone(),
             },
+            stripe_api_url: None,
         };
-        if redis_port.is_none() && moto_port.is_none() {
+        // The installer's functions for what starts here, each a no-op once installed.
+        let installs: Vec<&str> = [
+            redis_port.map(|_| "ensure_redis_server"),
+            moto_port.map(|_| "ensure_moto"),
+            stripe_port.map(|_| "ensure_localstripe"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if installs.is_empty() {
             return Ok(stack);
         }
         let scripts = cache.scripts()?;
-        install(cache, &scripts.local_stack).await?;
+        install(cache, &scripts.local_stack, &installs).await?;
 
         if let Some(port) = redis_port {
             let redis_log = local_dir.join(format!("dev-redis-{port}.log"));
@@ -257,11 +290,7 @@ impl LocalStack {
 
         if let Some(port) = moto_port {
             let moto_log = local_dir.join(format!("dev-moto-{port}.log"));
-            let log_file = std::fs::File::create(&moto_log)
-                .map_err(|source| StackError::Directory(moto_log.clone(), source))?;
-            let log_copy = log_file
-                .try_clone()
-                .map_err(|source| StackError::Directory(moto_log.clone(), source))?;
+            let (log_file, log_copy) = log_files(&moto_log)?;
             let moto = Command::new(cache.venv_python())
                 .arg(&scripts.moto_server)
                 .args(["--port", &port.to_string()])
@@ -278,6 +307,28 @@ impl LocalStack {
                 })?;
             stack.children.push(("moto", moto));
             wait_until("moto", port, &moto_log, moto_answers).await?;
+        }
+
+        if let Some(port) = stripe_port {
+            let stripe_log = local_dir.join(format!("dev-localstripe-{port}.log"));
+            let (stdout, stderr) = log_files(&stripe_log)?;
+            // Bound to 127.0.0.1 by the launcher (localstripe alone binds every interface), its
+            // store in memory: each run starts from scratch, as `--from-scratch` and more.
+            let localstripe = Command::new(cache.localstripe_python())
+                .arg(&scripts.localstripe_server)
+                .args(["--port", &port.to_string()])
+                .stdin(Stdio::null())
+                .stdout(stdout)
+                .stderr(stderr)
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|source| StackError::Spawn {
+                    program: "localstripe (localstripe_server.py in the cache directory's venv)",
+                    source,
+                })?;
+            stack.children.push(("localstripe", localstripe));
+            wait_until("localstripe", port, &stripe_log, localstripe_answers).await?;
+            stack.stripe_api_url = Some(format!("http://127.0.0.1:{port}"));
         }
         Ok(stack)
     }
@@ -438,12 +489,27 @@ async fn exit_of(child: &mut Option<Child>) -> String {
     }
 }
 
-/// `ensure_redis_server` and `ensure_moto` from the written installer, with the cache
-/// directory as its `LOCAL_DIR` (where `ensure_moto` keeps the venv it reuses).
-async fn install(cache: &CacheDir, script: &Path) -> Result<(), StackError> {
+/// A service's log file, for its stdout and its stderr both.
+fn log_files(log: &Path) -> Result<(std::fs::File, std::fs::File), StackError> {
+    let file = std::fs::File::create(log)
+        .map_err(|source| StackError::Directory(log.to_path_buf(), source))?;
+    let copy = file
+        .try_clone()
+        .map_err(|source| StackError::Directory(log.to_path_buf(), source))?;
+    Ok((file, copy))
+}
+
+/// The installer's `ensure_*` functions named (`ensure_redis_server`, `ensure_moto`,
+/// `ensure_localstripe`: constant names, never user input), from the written installer, with the
+/// cache directory as its `LOCAL_DIR` (where `ensure_moto` and `ensure_localstripe` keep the
+/// venvs they reuse, at the versions the installer pins).
+async fn install(cache: &CacheDir, script: &Path, functions: &[&str]) -> Result<(), StackError> {
     let status = Command::new("bash")
         .arg("-c")
-        .arg(r#"set -euo pipefail; source "$1"; ensure_redis_server; ensure_moto"#)
+        .arg(format!(
+            r#"set -euo pipefail; source "$1"; {}"#,
+            functions.join("; ")
+        ))
         .arg("lineup-install")
         .arg(script)
         .env("LOCAL_DIR", cache.path())
@@ -489,6 +555,20 @@ where
         waited,
         log: log.display().to_string(),
     })
+}
+
+/// localstripe's Stripe.js stand-in answers 200: the one GET that needs no key and changes
+/// nothing (as `start_localstripe` in the installer waits for it).
+async fn localstripe_answers(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)).await else {
+        return false;
+    };
+    let request = "GET /js.stripe.com/v3/ HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    let mut head = [0u8; 12];
+    stream.write_all(request.as_bytes()).await.is_ok()
+        && stream.read_exact(&mut head).await.is_ok()
+        && head.starts_with(b"HTTP/1.")
+        && head.ends_with(b"200")
 }
 
 async fn moto_answers(port: u16) -> bool {
@@ -563,6 +643,15 @@ mod tests {
             MOTO_SERVER_PY
         );
         assert!(LOCAL_STACK_SH.contains("ensure_moto()") && MOTO_SERVER_PY.contains("argparse"));
+        assert!(
+            LOCAL_STACK_SH.contains("ensure_localstripe()")
+                && LOCALSTRIPE_SERVER_PY.contains("keep_store_in_memory"),
+            "the installer and launcher `lineup dev --payments stripe` runs"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&scripts.localstripe_server).unwrap(),
+            LOCALSTRIPE_SERVER_PY
+        );
         std::fs::write(&scripts.moto_server, "damaged").unwrap();
         let again = cache.scripts().unwrap();
         assert_eq!(

@@ -8,8 +8,9 @@
 //!   [`unverified_jwt`]);
 //! - the waiting-room page ([`page`]: `web/`, compiled in);
 //! - `/dev/info`, a payment provider speaking Stripe's API (`/v1/...`, its events to
-//!   `/webhooks/stripe`; and the older `/dev/payments`, [`payment_provider`]) and a ticket desk
-//!   consuming the ticket queue (`/dev/tickets`, [`ticket_desk`]).
+//!   `/webhooks/stripe`; and the older `/dev/payments`, [`payment_provider`]; or, with
+//!   `--payments stripe`, localstripe beside it, [`localstripe`]) and a ticket desk consuming the
+//!   ticket queue (`/dev/tickets`, [`ticket_desk`]).
 //!
 //! Beside it run the schedules ([`schedules`]: admission, expiry) and the outbox pump
 //! ([`crate::stream_pump`]). Ctrl-C stops all of it, and the services it started.
@@ -22,6 +23,7 @@
 
 pub mod api_gateway;
 pub mod edge_cache;
+pub mod localstripe;
 pub mod page;
 pub mod payment_provider;
 pub mod routes;
@@ -75,6 +77,23 @@ pub struct DevArgs {
     /// The port of the moto it starts (on 127.0.0.1).
     #[arg(long, default_value_t = LOCAL_MOTO_PORT)]
     pub moto_port: u16,
+    /// The port of the localstripe it starts with `--payments stripe` (on 127.0.0.1).
+    #[arg(long, default_value_t = localstripe::LOCAL_STRIPE_PORT)]
+    pub stripe_port: u16,
+    /// Who takes the payments. `dev`: the dev server's own Stripe-shaped provider (`/v1`, test
+    /// cards, 3-D Secure, webhooks retried, duplicated and lost on purpose, refund events,
+    /// `/dev/payments/stats`). `stripe`: localstripe (PyPI, installed in the cache directory
+    /// and started on `--stripe-port`), through the same Stripe adapter; its events reach
+    /// `/webhooks/stripe` signed with the dev server's Stripe webhook secret, and the page's
+    /// confirm is relayed to it. localstripe sends each event once, about a second later, with
+    /// no retries; it sends no refund or cancellation events (its refunds succeed at once),
+    /// ignores `Idempotency-Key`, knows `pm_card_visa`, `pm_card_chargeCustomerFail` and
+    /// `pm_card_visa_chargeDeclined` only (no 3-D Secure or processing test card), and keeps
+    /// nothing between runs. `--lose-webhooks`, `--duplicate-webhooks`,
+    /// `--payment-completion-ms` and `/dev/payments` are the built-in provider's (so is
+    /// `lineup simulate`, which reads and sets `/dev/payments`).
+    #[arg(long, value_enum, default_value_t = Payments::Dev)]
+    pub payments: Payments,
     /// Use this Redis (already running: a local one, an ElastiCache tunnel) instead of starting
     /// one; it is left running.
     #[arg(long, value_name = "URL", conflicts_with = "redis_port")]
@@ -117,7 +136,8 @@ pub struct DevArgs {
     #[arg(long, default_value_t = 0.1, value_parser = payment_provider::share)]
     pub duplicate_webhooks: f64,
     /// The share of the provider's Stripe events it loses for good (never sent, as when an
-    /// endpoint is down longer than Stripe retries); counted at /dev/payments/stats.
+    /// endpoint is down longer than Stripe retries); counted at /dev/payments/stats. The built-in
+    /// provider's only: refused with `--payments stripe`.
     #[arg(long, default_value_t = 0.0, value_parser = payment_provider::share, value_name = "FRACTION")]
     pub lose_webhooks: f64,
     /// How long the provider's 3-D Secure (`pm_card_threeDSecure2Required`) and processing
@@ -133,6 +153,15 @@ pub struct DevArgs {
     /// (default: $XDG_CACHE_HOME/lineup, else ~/.cache/lineup).
     #[arg(long, env = "LINEUP_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+}
+
+/// Who takes `lineup dev`'s payments (`--payments`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Payments {
+    /// The dev server's own Stripe-shaped provider, on its `/v1` routes.
+    Dev,
+    /// localstripe, started beside the dev server.
+    Stripe,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -163,6 +192,16 @@ pub enum DevError {
     HttpClient(#[source] reqwest::Error),
     #[error("the emulator made the ticket queue but gave no URL for it")]
     NoQueueUrl,
+    #[error(
+        "--lose-webhooks applies to lineup dev's own payment provider (--payments dev) only: \
+         localstripe sends each event once and loses none on purpose; drop --lose-webhooks or \
+         use --payments dev"
+    )]
+    LoseWebhooksWithStripe,
+    #[error("the local stack started no localstripe")]
+    NoLocalstripe,
+    #[error(transparent)]
+    Localstripe(#[from] localstripe::LocalstripeError),
     #[error("route {0} has a method the router cannot take")]
     RouteMethod(String),
     #[error("could not listen on 127.0.0.1:{port}")]
@@ -215,6 +254,9 @@ pub async fn run(args: DevArgs) -> Result<(), DevError> {
         WebhookSecret::new(secret_from_env("LINEUP_WEBHOOK_SECRET", DEV_WEBHOOK_SECRET))
             .map_err(DevError::WebhookSecret)?;
     lineup::application::metrics::silence();
+    if args.payments == Payments::Stripe && args.lose_webhooks > 0.0 {
+        return Err(DevError::LoseWebhooksWithStripe);
+    }
 
     // The port first: a busy one is reported before anything is installed or started.
     let address = SocketAddr::from(([127, 0, 0, 1], args.port));
@@ -240,11 +282,16 @@ pub async fn run(args: DevArgs) -> Result<(), DevError> {
             }
             None => Service::Start(args.moto_port),
         },
+        stripe: (args.payments == Payments::Stripe).then_some(args.stripe_port),
     };
     eprintln!(
-        "lineup dev: using {} and {}",
+        "lineup dev: using {} and {}{}",
         services.redis.describe("Redis"),
-        services.aws.describe("AWS emulator")
+        services.aws.describe("AWS emulator"),
+        services
+            .stripe
+            .map(|port| format!(", and localstripe on :{port} for payments"))
+            .unwrap_or_default()
     );
     let stack = tokio::select! {
         stack = LocalStack::start(&cache, &services) => stack?,
@@ -307,6 +354,8 @@ struct Prepared {
     /// The schedules, the outbox pump and the ticket desk; aborted when dropped.
     background: JoinSet<()>,
     event: EventId,
+    /// localstripe's API base, when it takes the payments (`--payments stripe`).
+    localstripe: Option<String>,
 }
 
 /// Creates the tables and the ticket queue, seeds and opens the demo event, builds the functions
@@ -384,21 +433,31 @@ async fn prepare(
     let clock: Arc<dyn lineup::domain::clock::Clock> = Arc::new(SystemClock);
     let board: Arc<dyn lineup::application::ports::availability::AvailabilityBoard> =
         Arc::new(backends.seat_map());
-    // Checkout pays through the dev server's own Stripe-shaped provider (`/v1/...`), with the
-    // key the local stack gives every function.
+    // Checkout, reconciliation and refunds pay through the Stripe adapter, with the key the
+    // local stack gives every function (an sk_test_ key, which localstripe takes too): at the
+    // dev server's own Stripe-shaped provider (`/v1/...`), or at localstripe.
+    let dev_base = format!("http://127.0.0.1:{}", args.port);
+    let stripe_api_base = match args.payments {
+        Payments::Dev => dev_base.clone(),
+        Payments::Stripe => stack
+            .stripe_api_url
+            .clone()
+            .ok_or(DevError::NoLocalstripe)?,
+    };
+    let provider_for = || {
+        lineup::adapters::stripe::StripeProvider::open(
+            stripe_api_base.clone(),
+            lineup::adapters::stripe::StripeApiKey::new(
+                crate::local_aws::secrets::DEV_STRIPE_API_KEY,
+            )
+            .map_err(|error| DevError::StripeSettings(Box::new(error)))?,
+        )
+        .map_err(DevError::HttpClient)
+    };
     let checkout = lineup::application::checkout::CheckoutApi {
         orders: ledger_handle.clone(),
         checkout: ledger_handle.clone(),
-        provider: Arc::new(
-            lineup::adapters::stripe::StripeProvider::open(
-                format!("http://127.0.0.1:{}", args.port),
-                lineup::adapters::stripe::StripeApiKey::new(
-                    crate::local_aws::secrets::DEV_STRIPE_API_KEY,
-                )
-                .map_err(|error| DevError::StripeSettings(Box::new(error)))?,
-            )
-            .map_err(DevError::HttpClient)?,
-        ),
+        provider: Arc::new(provider_for()?),
         publishable_key: Some(crate::local_aws::secrets::DEV_PUBLISHABLE_KEY.to_owned()),
         clock: clock.clone(),
     };
@@ -441,18 +500,32 @@ async fn prepare(
         start_at: StartAt::Latest,
     };
     let desk = ticket_desk::TicketDesk::default();
-    // Stripe's API and the generic webhook's stand-in, both calling this server's own routes.
-    let provider = payment_provider::PaymentProvider::new(payment_provider::Settings {
-        duplicate_share: args.duplicate_webhooks,
-        lose_share: args.lose_webhooks,
-        completion_delay: Duration::from_millis(args.payment_completion_ms),
-        ..payment_provider::Settings::new(
-            format!("http://127.0.0.1:{}", args.port),
-            webhook_secret,
-            WebhookSecret::new(DEV_STRIPE_WEBHOOK_SECRET)
-                .map_err(|error| DevError::StripeSettings(Box::new(error)))?,
-        )
-    });
+    let payments = match args.payments {
+        // Stripe's API and the generic webhook's stand-in, both calling this server's own routes.
+        Payments::Dev => payment_provider::router(payment_provider::PaymentProvider::new(
+            payment_provider::Settings {
+                duplicate_share: args.duplicate_webhooks,
+                lose_share: args.lose_webhooks,
+                completion_delay: Duration::from_millis(args.payment_completion_ms),
+                ..payment_provider::Settings::new(
+                    dev_base.clone(),
+                    webhook_secret,
+                    WebhookSecret::new(DEV_STRIPE_WEBHOOK_SECRET)
+                        .map_err(|error| DevError::StripeSettings(Box::new(error)))?,
+                )
+            },
+        )),
+        // localstripe signs its events with the secret it is given: the one the confirm
+        // function verifies with. The page's confirm is relayed to it.
+        Payments::Stripe => {
+            localstripe::register_webhook(&stripe_api_base, &dev_base, DEV_STRIPE_WEBHOOK_SECRET)
+                .await?;
+            localstripe::router(
+                stripe_api_base.clone(),
+                crate::local_aws::secrets::DEV_STRIPE_API_KEY,
+            )?
+        }
+    };
     let info = DevInfo {
         event_id: event.as_str().to_owned(),
         event_name: args.event_name.clone(),
@@ -485,17 +558,7 @@ async fn prepare(
         queue()?,
         Duration::from_secs(args.expire_every_seconds),
     ));
-    // Reconciliation and refunds call the provider: `lineup dev`'s own, on its `/v1` routes.
-    let provider_for = || {
-        lineup::adapters::stripe::StripeProvider::open(
-            format!("http://127.0.0.1:{}", args.port),
-            lineup::adapters::stripe::StripeApiKey::new(
-                crate::local_aws::secrets::DEV_STRIPE_API_KEY,
-            )
-            .map_err(|error| DevError::StripeSettings(Box::new(error)))?,
-        )
-        .map_err(DevError::HttpClient)
-    };
+    // Reconciliation and refunds call the provider checkout pays through.
     background.spawn(schedules::reconcile_forever(
         ledger.clone(),
         provider_for()?,
@@ -512,9 +575,10 @@ async fn prepare(
     background.spawn(desk.clone().consume(sqs, ticket_queue_url));
 
     Ok(Prepared {
-        app: router(functions, provider, desk, info, args.web_dir.as_deref())?,
+        app: router(functions, payments, desk, info, args.web_dir.as_deref())?,
         background,
         event,
+        localstripe: (args.payments == Payments::Stripe).then_some(stripe_api_base),
     })
 }
 
@@ -529,13 +593,20 @@ async fn serve(
         app,
         background,
         event,
+        localstripe,
     } = prepared;
     let base = format!("http://127.0.0.1:{}", args.port);
     println!();
     println!("  Lineup is running: {base}/");
     println!("  waiting-room page  {base}/");
     println!("  API                {base}/events/{event}/queue  (Authorization: Bearer <JWT>; the sub claim is NOT verified locally)");
-    println!("  payment provider   {base}/v1 (Stripe's API: STRIPE_API_BASE={base}, any sk_test_ key)   stats {base}/dev/payments/stats");
+    match &localstripe {
+        None => println!("  payment provider   {base}/v1 (Stripe's API: STRIPE_API_BASE={base}, any sk_test_ key)   stats {base}/dev/payments/stats"),
+        Some(stripe) => {
+            println!("  payment provider   localstripe {stripe} (--payments stripe; Stripe's API: STRIPE_API_BASE={stripe}, any sk_test_ key)");
+            println!("                     its events to {base}/webhooks/stripe; the page's confirm relayed from {base}/v1/payment_intents/{{id}}/confirm");
+        }
+    }
     println!("  ticket desk        {base}/dev/tickets");
     println!("  Ctrl-C stops everything.");
     println!();
@@ -578,7 +649,7 @@ async fn route_not_found() -> axum::response::Response {
 
 fn router(
     functions: Arc<Functions>,
-    provider: payment_provider::PaymentProvider,
+    payments: Router,
     desk: ticket_desk::TicketDesk,
     info: DevInfo,
     web_dir: Option<&Path>,
@@ -598,7 +669,6 @@ fn router(
     }
     let edge = functions.edge.clone();
     let api = api.with_state(functions);
-    let payments = payment_provider::router(provider);
     let tickets = Router::new()
         .route("/dev/tickets", get(ticket_desk::list))
         .route("/dev/tickets/{orderId}", get(ticket_desk::one))
