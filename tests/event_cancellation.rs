@@ -424,7 +424,10 @@ async fn cancelling_an_event_refunds_every_paid_order_exactly_once() {
         .open(&sale.event, &Default::default(), sale.clock.now())
         .await;
     assert!(
-        matches!(reopened, Err(lineup_cli::event_admin::AdminError::Cancelled(_))),
+        matches!(
+            reopened,
+            Err(lineup_cli::event_admin::AdminError::Cancelled(_))
+        ),
         "{reopened:?}"
     );
     assert!(matches!(

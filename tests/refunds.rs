@@ -77,7 +77,10 @@ impl<P: PaymentProvider> PaymentProvider for Flaky<P> {
     }
     async fn refunds_of(&self, payment: &PaymentId) -> Result<Vec<ProviderRefund>, LineupError> {
         let refunds = self.inner.refunds_of(payment).await?;
-        Ok(refunds.into_iter().map(|refund| self.as_told(refund)).collect())
+        Ok(refunds
+            .into_iter()
+            .map(|refund| self.as_told(refund))
+            .collect())
     }
 }
 
@@ -241,18 +244,28 @@ async fn a_pending_refund_whose_webhook_is_lost_is_settled_by_reconciliation() {
         clock: sale.clock.as_ref(),
     };
     // Still pending: looked at, nothing changes.
-    let report = reconcile(&reconcile_ports, Some(&sale.event)).await.unwrap();
+    let report = reconcile(&reconcile_ports, Some(&sale.event))
+        .await
+        .unwrap();
     assert_eq!((report.refunds_checked, report.refunds_settled), (1, 0));
-    assert_eq!(sale.orders().await[order_id.as_str()]["status"], "REFUND_REQUIRED");
+    assert_eq!(
+        sale.orders().await[order_id.as_str()]["status"],
+        "REFUND_REQUIRED"
+    );
 
     // The bank is done and the refund.updated webhook never comes: the next run settles it.
     provider.pending.store(false, Ordering::SeqCst);
-    let report = reconcile(&reconcile_ports, Some(&sale.event)).await.unwrap();
+    let report = reconcile(&reconcile_ports, Some(&sale.event))
+        .await
+        .unwrap();
     assert_eq!((report.refunds_checked, report.refunds_settled), (1, 1));
     assert_eq!(sale.orders().await[order_id.as_str()]["status"], "REFUNDED");
     let stored = sale.ledger.refund(&event.outbox_id).await.unwrap().unwrap();
     assert_eq!(stored.state, RefundState::Succeeded);
-    assert!(sale.ledger.pending_refunds().await.unwrap().is_empty(), "no longer listed");
+    assert!(
+        sale.ledger.pending_refunds().await.unwrap().is_empty(),
+        "no longer listed"
+    );
     let refunds = provider.refunds_of(&payment.id).await.unwrap();
     assert_eq!(refunds.len(), 1, "one refund at the provider: {refunds:?}");
     assert_eq!(refunds[0].amount, payment.amount);
