@@ -482,6 +482,7 @@ async fn the_layout_and_the_seat_map_are_public_cacheable_and_refuse_made_up_ver
     let counted_api = lineup::application::status::StatusApi {
         layouts: counted,
         layout_documents: std::sync::Arc::default(),
+        published_draws: std::sync::Arc::default(),
         ..api.clone()
     };
     let version_of = |event: &str, version: &str| {

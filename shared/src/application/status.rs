@@ -37,6 +37,7 @@ use crate::application::ports::availability::{
 };
 use crate::application::ports::event_records::{DrawPublication, LayoutStore};
 use crate::application::ports::queue::StatusBoard;
+use crate::domain::draw::DrawSummary;
 use crate::domain::event_settings::QueueState;
 use crate::domain::ids::EventId;
 use crate::domain::status::{EventStatus, StatusInputs};
@@ -50,6 +51,8 @@ const MISS_MAX_AGE: Duration = Duration::from_secs(5);
 const CURRENT_LAYOUT_MAX_AGE: Duration = Duration::from_secs(5);
 /// The most layout documents one instance keeps (immutable; an 80,000-seat one is ~1 MB).
 const MAX_LAYOUT_DOCUMENTS: usize = 8;
+/// The most published draw summaries one instance keeps (a few hundred bytes each).
+const MAX_DRAW_SUMMARIES: usize = 256;
 
 /// What the `status` function's handler works with.
 #[derive(Clone)]
@@ -64,6 +67,8 @@ pub struct StatusApi {
     pub layouts: Arc<dyn LayoutStore>,
     /// This instance's layout documents already read.
     pub layout_documents: Arc<LayoutDocuments>,
+    /// This instance's published draw summaries already read.
+    pub published_draws: Arc<PublishedDraws>,
     /// Whether an event the cache does not know exists durably (then: 503, not 404).
     pub events: Arc<KnownEvents>,
 }
@@ -122,6 +127,45 @@ impl LayoutDocuments {
 
     fn locked(&self) -> std::sync::MutexGuard<'_, HashMap<(EventId, String), Arc<String>>> {
         self.documents
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Published draw summaries already read, by event: a published draw never changes, so each
+/// instance reads an event's summary once, not once per chunk it serves (at the opening, chunk
+/// fetches come by the thousand a second, and the summary sits under the event's own key). A
+/// draw not published yet is not remembered: it is asked for again.
+#[derive(Default)]
+pub struct PublishedDraws {
+    summaries: Mutex<HashMap<EventId, Arc<DrawSummary>>>,
+}
+
+impl PublishedDraws {
+    async fn get(
+        &self,
+        draws: &dyn DrawPublication,
+        event: &EventId,
+    ) -> Result<Arc<DrawSummary>, LineupError> {
+        if let Some(summary) = self.locked().get(event) {
+            return Ok(summary.clone());
+        }
+        let summary = Arc::new(
+            draws
+                .draw_summary(event)
+                .await?
+                .ok_or(LineupError::DrawNotPublished)?,
+        );
+        let mut summaries = self.locked();
+        if summaries.len() >= MAX_DRAW_SUMMARIES {
+            summaries.clear();
+        }
+        summaries.insert(event.clone(), summary.clone());
+        Ok(summary)
+    }
+
+    fn locked(&self) -> std::sync::MutexGuard<'_, HashMap<EventId, Arc<DrawSummary>>> {
+        self.summaries
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -194,12 +238,8 @@ async fn route(api: &StatusApi, request: &Request) -> Result<Response<Body>, Lin
             },
         },
         Some("GET /events/{eventId}/draw") => {
-            let summary = api
-                .draw
-                .draw_summary(&event)
-                .await?
-                .ok_or(LineupError::DrawNotPublished)?;
-            Ok(document(to_json(&summary), IMMUTABLE))
+            let summary = api.published_draws.get(api.draw.as_ref(), &event).await?;
+            Ok(document(to_json(summary.as_ref()), IMMUTABLE))
         }
         Some("GET /events/{eventId}/draw/{prefix}") => {
             draw_chunk(api, &event, request::path_parameter(request, "prefix")?).await
@@ -284,11 +324,7 @@ async fn draw_chunk(
     prefix: &str,
 ) -> Result<Response<Body>, LineupError> {
     // Only the chunk names the summary announces; anything else is not a chunk.
-    let summary = api
-        .draw
-        .draw_summary(event)
-        .await?
-        .ok_or(LineupError::DrawNotPublished)?;
+    let summary = api.published_draws.get(api.draw.as_ref(), event).await?;
     let well_formed = prefix.len() == summary.prefix_length
         && prefix
             .bytes()
@@ -336,5 +372,54 @@ fn closed_from_record(
         entrants: cursor.entrants,
         revealed_seed: drawn.then(|| record.seed.reveal().to_owned()),
         restored_at: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::application::fakes::outage::Faulty;
+    use crate::application::fakes::records::MemoryRecords;
+
+    fn summary(event: &EventId) -> DrawSummary {
+        DrawSummary {
+            event_id: event.as_str().to_owned(),
+            algorithm: "test".into(),
+            seed: "0".repeat(64),
+            commitment: "1".repeat(64),
+            entrant_digest: "2".repeat(64),
+            entrants: 3,
+            prefix_length: 1,
+            published_at: "2026-12-03T10:00:00Z".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_published_summary_is_read_once_per_instance_and_a_missing_one_every_time() {
+        let records = MemoryRecords::new();
+        let draws = PublishedDraws::default();
+        let event = EventId::parse("gala").unwrap();
+
+        for _ in 0..2 {
+            assert!(matches!(
+                draws.get(&records, &event).await,
+                Err(LineupError::DrawNotPublished)
+            ));
+        }
+        assert_eq!(records.calls("draw_summary"), 2, "a miss is not remembered");
+
+        records
+            .publish_draw(&event, &summary(&event), &[])
+            .await
+            .unwrap();
+        for _ in 0..50 {
+            let read = draws.get(&records, &event).await.unwrap();
+            assert_eq!(*read, summary(&event));
+        }
+        assert_eq!(
+            records.calls("draw_summary"),
+            3,
+            "one read for fifty chunk fetches"
+        );
     }
 }

@@ -89,6 +89,7 @@ impl Queue {
             draw: self.records.clone(),
             layouts: self.records.clone(),
             layout_documents: Arc::default(),
+            published_draws: Arc::default(),
             events: Arc::new(KnownEvents::new(self.records.clone(), self.records.clone())),
         }
     }

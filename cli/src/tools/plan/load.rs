@@ -19,18 +19,19 @@ pub enum Table {
     /// The orders table's sparse `pending_by_expiry` index: 8 keys in all.
     PendingIndex,
     Outbox,
-    /// Events, their admission cursor and their published draw (every record of an event under
-    /// one key, `EVENT#<eventId>`), and the seat layouts (each version's parts under one key,
-    /// `LAYOUT#<eventId>#<version>`).
+    /// Events, their admission cursor and their published draw's summary (every record of an
+    /// event under one key, `EVENT#<eventId>`), the draw's chunks (each under its own key), and
+    /// the seat layouts (each version in 32 copies, each copy's parts under its own key).
     Events,
 }
 
 /// A partition key whose reads are checked on their own (a partition's limit is hard).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HotKey {
-    /// The published draw's chunks (counted under the event's one key).
+    /// The published draw's chunks (all of them; each chunk's key sees its share).
     DrawChunks,
-    /// A layout version's parts, read once by each new `hold` instance and once for CloudFront.
+    /// A layout version's parts, read once by each new `hold` instance and once for CloudFront
+    /// (all copies; each copy's key sees its share).
     Layout,
 }
 

@@ -306,12 +306,13 @@ impl Operations {
         let mut draw_chunk_read = Load::default();
         draw_chunk_read.viewer_request(draw_chunk_bytes);
 
-        // Two eventually consistent GetItems: half a unit per 4 KB each.
+        // One eventually consistent GetItem of the chunk, under its own key: half a unit per
+        // 4 KB. (The summary, under the event's key, is read once per `status` instance and
+        // kept: `application::status::PublishedDraws`.)
         let mut draw_chunk_origin_fetch = Load::default();
         draw_chunk_origin_fetch.api_request(Route::DrawChunk, draw_chunk_bytes);
         draw_chunk_origin_fetch.invocation(Function::Status, DRAW_CHUNK_ORIGIN_SECONDS);
-        let chunk_read_units =
-            0.5 * ((DRAW_SUMMARY_BYTES / 4096.0).ceil() + (draw_chunk_bytes / 4096.0).ceil());
+        let chunk_read_units = 0.5 * (draw_chunk_bytes / 4096.0).ceil();
         draw_chunk_origin_fetch[Metric::ReadUnits(Table::Events)] += chunk_read_units;
         draw_chunk_origin_fetch[Metric::KeyReadUnits(HotKey::DrawChunks)] += chunk_read_units;
 
@@ -653,10 +654,10 @@ mod tests {
         // 50,000 pre-queue entrants in 256 chunks of 48-byte entries: 9,375 bytes a chunk.
         assert_eq!(ops.draw_chunks, 256.0);
         assert!(close(ops.draw_chunk_bytes, 9_375.0, 1e-9));
-        // The summary (0.5 unit) and a 9.4 KB chunk (3 × 0.5).
+        // A 9.4 KB chunk (3 × 0.5); the summary is kept by the `status` instance.
         assert_eq!(
             ops.draw_chunk_origin_fetch[Metric::ReadUnits(Table::Events)],
-            2.0
+            1.5
         );
         // 256 chunks of 10 KB, and the summary's 1 KB.
         assert_eq!(

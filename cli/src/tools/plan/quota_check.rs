@@ -242,7 +242,7 @@ pub fn checks(profile: &LoadProfile, figures: &AwsFigures, operations: &Operatio
 
     checks.extend(lambda_checks(profile, figures, operations));
     checks.extend(redis_checks(profile, figures));
-    checks.extend(dynamodb_checks(profile, figures));
+    checks.extend(dynamodb_checks(profile, figures, operations));
 
     checks.push(check(
         "SQS",
@@ -414,7 +414,11 @@ struct UnitKind<'a> {
     new_table_quota: (&'static str, &'a Quota),
 }
 
-fn dynamodb_checks(profile: &LoadProfile, figures: &AwsFigures) -> Vec<Check> {
+fn dynamodb_checks(
+    profile: &LoadProfile,
+    figures: &AwsFigures,
+    operations: &Operations,
+) -> Vec<Check> {
     let quotas = &figures.quotas;
     let peak = |metric: Metric| profile.peak[metric];
     let at = |metric: Metric| Some(profile.peak_at[metric]);
@@ -491,36 +495,37 @@ fn dynamodb_checks(profile: &LoadProfile, figures: &AwsFigures) -> Vec<Check> {
         }
     }
 
-    // The hottest keys, each on one partition: the pending index's 8 keys share its load; the
-    // draw's chunks (as the model counts them) and a layout's parts sit under one key each.
+    // The hottest keys, each on one partition: the pending index's 8 keys share its load; each
+    // draw chunk has a key of its own (each chunk is fetched from the origin once, so its key
+    // sees the chunks' reads divided by their number); a layout's parts are stored in
+    // `LAYOUT_COPIES` copies, each under its own key, a new hold instance reading one at random.
     let per_key = |metric: Metric| peak(metric) / PENDING_SHARDS;
     let pending_writes = Metric::WriteUnits(Table::PendingIndex);
     let chunk_reads = Metric::KeyReadUnits(HotKey::DrawChunks);
     checks.push(check(
         "DynamoDB",
-        "events table: draw chunk reads, all on the event's key",
+        "events table: draw chunk reads, on a chunk's own key",
         "units/s",
-        peak(chunk_reads),
+        peak(chunk_reads) / operations.draw_chunks.max(1.0),
         at(chunk_reads),
         Some(aws_with(
             "dynamodb_partition_read_units",
             &quotas.dynamodb_partition_read_units,
-            redesign(
-                "spread the draw's chunks over several keys (or let DynamoDB split the key first)",
-            ),
+            redesign("a chunk is read more than once a second at the origin: cache it longer"),
         )),
     ));
     let layout_reads = Metric::KeyReadUnits(HotKey::Layout);
+    let copies = f64::from(lineup::adapters::dynamo::layouts::LAYOUT_COPIES);
     checks.push(check(
         "DynamoDB",
-        "events table: layout reads (new hold instances), one key",
+        format!("events table: layout reads (new hold instances), each of {copies} copies' keys"),
         "units/s",
-        peak(layout_reads),
+        peak(layout_reads) / copies,
         at(layout_reads),
         Some(aws_with(
             "dynamodb_partition_read_units",
             &quotas.dynamodb_partition_read_units,
-            redesign("read the layout through CloudFront, or store it under several keys"),
+            redesign("store the layout in more copies (LAYOUT_COPIES)"),
         )),
     ));
     checks.push(check(

@@ -14,9 +14,8 @@
 //! `sk` = `CHUNK`; JSON, as served; empty chunks are not stored): at opening every chunk is
 //! written and then read in the same minute, tens of thousands of them for a big pre-queue,
 //! which one partition (1,000 writes, 3,000 reads a second) could not take; and one item
-//! `pk` = `sk` = `OPEN_EVENTS`: the string set of events not closed; and each stored seat layout
-//! (`pk` = `LAYOUT#<eventId>#<version>`, `sk` = `PART#<3 digits>`: the document as served, in
-//! binary parts of at most 350,000 bytes, as an 80,000-seat layout is past an item's 400 KB).
+//! `pk` = `sk` = `OPEN_EVENTS`: the string set of events not closed; and each stored seat layout,
+//! in copies of its own ([`super::layouts`]).
 
 use std::time::Duration;
 
@@ -31,13 +30,12 @@ use crate::adapters::dynamo::items::{n, s};
 use crate::adapters::dynamo::store_error;
 use crate::application::error::LineupError;
 use crate::application::ports::event_records::{
-    AdmissionCursor, AuditEntry, AuditLog, DrawPublication, EventRecord, EventRecords, LayoutStore,
+    AdmissionCursor, AuditEntry, AuditLog, DrawPublication, EventRecord, EventRecords,
 };
 use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::draw::{DrawChunk, DrawSeed, DrawSummary};
 use crate::domain::event_settings::{EventSettings, QueueState};
 use crate::domain::ids::EventId;
-use crate::domain::layout::{LayoutSummary, SeatLayout};
 
 const SETTINGS_SK: &str = "STATE#SETTINGS";
 const CURSOR_SK: &str = "STATE#CURSOR";
@@ -46,30 +44,23 @@ const AUDIT_PREFIX: &str = "AUDIT#";
 const DRAW_SK: &str = "DRAW";
 const CHUNK_SK: &str = "CHUNK";
 const OPEN_EVENTS: &str = "OPEN_EVENTS";
-const LAYOUT_SK: &str = "LAYOUT";
-const LAYOUT_PART_PREFIX: &str = "PART#";
-/// The most bytes of a layout document one item holds.
-const LAYOUT_PART_BYTES: usize = 350_000;
+/// The event's current layout summary (the layouts themselves: [`super::layouts`]).
+pub(crate) const LAYOUT_SK: &str = "LAYOUT";
 
 /// Events' durable records, the audit trail, layouts and the published draw, in the events table.
 #[derive(Clone)]
 pub struct DynamoEventRecords {
-    client: Client,
-    table: String,
+    pub(crate) client: Client,
+    pub(crate) table: String,
 }
 
-fn event_pk(event: &EventId) -> AttributeValue {
+pub(crate) fn event_pk(event: &EventId) -> AttributeValue {
     s(format!("EVENT#{event}"))
 }
 
 /// A published chunk's partition: its own.
 fn chunk_pk(event: &EventId, prefix: &str) -> AttributeValue {
     s(format!("{DRAW_SK}#{event}#{prefix}"))
-}
-
-/// A stored layout version's partition.
-fn layout_pk(event: &EventId, version: &str) -> AttributeValue {
-    s(format!("{LAYOUT_SK}#{event}#{version}"))
 }
 
 fn malformed(what: &str) -> LineupError {
@@ -103,7 +94,11 @@ impl DynamoEventRecords {
         &self.table
     }
 
-    async fn body(&self, pk: AttributeValue, sk: &str) -> Result<Option<String>, LineupError> {
+    pub(crate) async fn body(
+        &self,
+        pk: AttributeValue,
+        sk: &str,
+    ) -> Result<Option<String>, LineupError> {
         let item = self
             .client
             .get_item()
@@ -119,7 +114,7 @@ impl DynamoEventRecords {
 
     /// Writes the items, 25 per request and 8 requests at a time (a big draw has tens of
     /// thousands of chunks; one request at a time would take minutes).
-    async fn write_all(&self, items: Vec<Item>) -> Result<(), LineupError> {
+    pub(crate) async fn write_all(&self, items: Vec<Item>) -> Result<(), LineupError> {
         crate::adapters::dynamo::batch_write::put_all(&self.client, &self.table, items, 8).await
     }
 }
@@ -457,92 +452,5 @@ impl DrawPublication for DynamoEventRecords {
             prefix: prefix.to_owned(),
             entries: Vec::new(),
         }))
-    }
-}
-
-#[async_trait]
-impl LayoutStore for DynamoEventRecords {
-    async fn store_layout(&self, event: &EventId, layout: &SeatLayout) -> Result<(), LineupError> {
-        let document = layout.to_document(event);
-        let items = document
-            .as_bytes()
-            .chunks(LAYOUT_PART_BYTES)
-            .enumerate()
-            .map(|(part, bytes)| {
-                [
-                    ("pk".to_owned(), layout_pk(event, layout.version())),
-                    ("sk".to_owned(), s(format!("{LAYOUT_PART_PREFIX}{part:03}"))),
-                    (
-                        "body".to_owned(),
-                        AttributeValue::B(aws_smithy_types::Blob::new(bytes)),
-                    ),
-                ]
-                .into_iter()
-                .collect()
-            })
-            .collect();
-        self.write_all(items).await
-    }
-
-    async fn set_current_layout(
-        &self,
-        event: &EventId,
-        summary: &LayoutSummary,
-    ) -> Result<(), LineupError> {
-        let body = serde_json::to_string(summary).map_err(|_| malformed("layout summary"))?;
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .item("pk", event_pk(event))
-            .item("sk", s(LAYOUT_SK))
-            .item("body", s(body))
-            .send()
-            .await
-            .map_err(store_error)?;
-        Ok(())
-    }
-
-    async fn current_layout(&self, event: &EventId) -> Result<Option<LayoutSummary>, LineupError> {
-        self.body(event_pk(event), LAYOUT_SK)
-            .await?
-            .map(|body| serde_json::from_str(&body).map_err(|_| malformed("layout summary")))
-            .transpose()
-    }
-
-    async fn layout_document(
-        &self,
-        event: &EventId,
-        version: &str,
-    ) -> Result<Option<String>, LineupError> {
-        let parts: Vec<Item> = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :part)")
-            .expression_attribute_values(":pk", layout_pk(event, version))
-            .expression_attribute_values(":part", s(LAYOUT_PART_PREFIX))
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .collect::<Result<_, _>>()
-            .map_err(store_error)?;
-        if parts.is_empty() {
-            return Ok(None);
-        }
-        // Parts come in key order: PART#000, PART#001...
-        let mut document = Vec::new();
-        for part in &parts {
-            let bytes = part
-                .get("body")
-                .and_then(|body| body.as_b().ok())
-                .ok_or_else(|| malformed("layout part"))?;
-            document.extend_from_slice(bytes.as_ref());
-        }
-        String::from_utf8(document)
-            .map(Some)
-            .map_err(|_| malformed("layout document"))
     }
 }

@@ -18,6 +18,7 @@ pub mod event_records;
 pub mod expire;
 pub mod hold;
 pub mod items;
+pub mod layouts;
 pub mod open_payments;
 pub mod orders;
 pub mod refunds;
