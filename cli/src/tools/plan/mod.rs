@@ -183,6 +183,13 @@ pub fn plan(args: &PlanArgs) -> Result<Plan, PlanError> {
         .filter(|check| check.verdict.is_flag())
         .map(report::flag_sentence)
         .collect();
+    let mut flags_by_owner = std::collections::BTreeMap::<_, Vec<String>>::new();
+    for check in checks.iter().filter(|check| check.verdict.is_flag()) {
+        flags_by_owner
+            .entry(check.owner())
+            .or_default()
+            .push(report::flag_sentence(check));
+    }
     let unverified = AwsFigures::unverified()?
         .into_iter()
         .map(|provenance| provenance.figure)
@@ -211,6 +218,7 @@ pub fn plan(args: &PlanArgs) -> Result<Plan, PlanError> {
         },
         checks,
         flags,
+        flags_by_owner,
         costs,
         region: figures.region.clone(),
         assumptions: assumptions(&on_sale, &operations),
@@ -335,7 +343,9 @@ fn assumptions(on_sale: &OnSale, operations: &Operations) -> Vec<String> {
             report::number(operations.layout_bytes / 1_048_576.0),
         ),
         "Everything goes through CloudFront and the WAF, the payment webhook too; Bot Control \
-         (off by default) is counted, on the join, queue and holds routes. Free tiers and volume \
+         (off by default) is counted, on the join, queue and holds routes. A web ACL on \
+         CloudFront inspects at the distribution's rate: it has no request-rate quota of its own \
+         to check (CloudFront's is the one). Free tiers and volume \
          discounts are ignored; CloudWatch Logs and the Secrets Manager endpoint's hourly charge \
          are not modelled."
             .to_owned(),
@@ -395,7 +405,8 @@ mod tests {
         assert!(flagged(&plan, "ElastiCache", "ECPU an empty cache"));
         // The 5,000,000 pre-queue reads every 5 s at the opening: a million a second.
         assert!(flagged(&plan, "CloudFront", "requests"));
-        assert!(flagged(&plan, "WAF", "requests"));
+        // The WAF on CloudFront inspects at CloudFront's rate: no limit of its own to flag.
+        assert!(!plan.checks.iter().any(|check| check.service == "WAF"));
         assert!(!plan.flags.is_empty());
         let join = plan
             .checks
@@ -502,9 +513,10 @@ mod tests {
             "25",
         ]))
         .unwrap();
+        // The WAF on CloudFront has no rate of its own to check (its cost is in the table).
+        assert!(!text.contains("\nWAF\n"));
         for service in [
             "CloudFront",
-            "WAF",
             "API Gateway",
             "Lambda",
             "ElastiCache",

@@ -9,7 +9,7 @@ use super::aws_figures::{AwsFigures, Quota};
 use super::load::{HotKey, Metric, Table};
 use super::load_profile::LoadProfile;
 use super::operations::{Operations, ONE_EVENT_SLOT_ECPU_PER_SECOND, PENDING_SHARDS};
-use super::stack_defaults::{Function, Route};
+use super::stack_defaults::{warm_writes, Function, Route};
 
 /// A peak above this share of its limit is flagged.
 pub const FLAG_ABOVE: f64 = 0.8;
@@ -77,6 +77,33 @@ pub enum Verdict {
 impl Verdict {
     pub fn is_flag(&self) -> bool {
         matches!(self, Verdict::Raise { .. } | Verdict::Exceeds { .. })
+    }
+}
+
+/// Who acts on a flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Owner {
+    /// A default of the stack's template: the template is wrong for this on-sale (its default
+    /// should be changed, or the parameter set at deploy).
+    Template,
+    /// The operator, before the on-sale (pre-warming tables, pre-scaling the cache).
+    Operator,
+    /// AWS support: an account quota only a Service Quotas request raises.
+    AwsSupport,
+    /// Nobody can raise it: the design must change.
+    Design,
+}
+
+impl Check {
+    /// Who acts on this check if it is flagged.
+    pub fn owner(&self) -> Owner {
+        match self.limit.as_ref().map(|limit| &limit.remedy) {
+            Some(Remedy::StackParameter { .. }) => Owner::Template,
+            Some(Remedy::PreWarm | Remedy::PreScale) => Owner::Operator,
+            Some(Remedy::QuotaIncrease) => Owner::AwsSupport,
+            Some(Remedy::Redesign { .. }) | None => Owner::Design,
+        }
     }
 }
 
@@ -202,17 +229,9 @@ pub fn checks(profile: &LoadProfile, figures: &AwsFigures, operations: &Operatio
         at(Metric::CloudFrontBytes),
         Some(aws("cloudfront_gbps", &quotas.cloudfront_gbps)),
     ));
-    checks.push(check(
-        "WAF",
-        "requests inspected (web ACL)",
-        "req/s",
-        peak(requests),
-        at(requests),
-        Some(aws(
-            "waf_requests_per_second",
-            &quotas.waf_requests_per_second,
-        )),
-    ));
+    // The WAF has no request-rate limit of its own here: a web ACL on CloudFront inspects what
+    // the distribution serves, at CloudFront's rate (AWS WAF's quotas; a regional web ACL's
+    // per-second quota does not apply), so CloudFront's check above is the WAF's too.
 
     checks.push(check(
         "API Gateway",
@@ -483,13 +502,20 @@ fn dynamodb_checks(
             let metric = (kind.metric)(table);
             if peak(metric) >= 1.0 {
                 let (name, quota) = kind.new_table_quota;
+                // The template's own warm throughput where it sets one.
+                let limit = match warm_writes(table) {
+                    Some((parameter, writes)) if kind.word == "writes" => {
+                        template(parameter, writes)
+                    }
+                    _ => aws_with(name, quota, Remedy::PreWarm),
+                };
                 checks.push(check(
                     "DynamoDB",
-                    format!("{}: {}, new-table warm throughput", table.name(), kind.word),
+                    format!("{}: {}, warm throughput", table.name(), kind.word),
                     "units/s",
                     peak(metric),
                     at(metric),
-                    Some(aws_with(name, quota, Remedy::PreWarm)),
+                    Some(limit),
                 ));
             }
         }

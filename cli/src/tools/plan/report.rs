@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::cost::Costs;
-use super::quota_check::{Check, Remedy, Verdict};
+use super::quota_check::{Check, Owner, Remedy, Verdict};
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -16,6 +16,9 @@ pub struct Plan {
     pub checks: Vec<Check>,
     /// The flagged checks, as sentences.
     pub flags: Vec<String>,
+    /// The same, by who acts on them: the template's defaults, the operator before the on-sale,
+    /// AWS support (account quotas), the design.
+    pub flags_by_owner: std::collections::BTreeMap<Owner, Vec<String>>,
     pub costs: Costs,
     pub region: String,
     pub assumptions: Vec<String>,
@@ -136,8 +139,19 @@ impl Plan {
         }
 
         let _ = writeln!(out, "\nFlagged: {}", self.flags.len());
-        for flag in &self.flags {
-            let _ = writeln!(out, "  - {flag}");
+        for (owner, flags) in &self.flags_by_owner {
+            let heading = match owner {
+                Owner::Template => "the template's defaults (change the default, or the parameter at deploy)",
+                Owner::Operator => "the operator, before the on-sale",
+                Owner::AwsSupport => {
+                    "AWS support: file a Service Quotas increase (Service Quotas console, or `aws service-quotas request-service-quota-increase`) for the account and region, with the value asked"
+                }
+                Owner::Design => "the design (nothing to raise)",
+            };
+            let _ = writeln!(out, "  {heading}:");
+            for flag in flags {
+                let _ = writeln!(out, "  - {flag}");
+            }
         }
 
         let costs = &self.costs;

@@ -81,14 +81,14 @@ impl Function {
     pub fn reserved_concurrency(self) -> f64 {
         match self {
             Function::Join => 200.0,
-            Function::Poll => 300.0,
+            Function::Poll => 100.0,
             Function::Hold => 250.0,
             Function::Checkout => 40.0,
             Function::Confirm => 50.0,
             Function::Admit => 2.0,
             Function::Expire => 2.0,
             Function::OutboxStream => 10.0,
-            Function::Status => 20.0,
+            Function::Status => 32.0,
             Function::Availability => 10.0,
             Function::Refund => 5.0,
             Function::Reconcile => 2.0,
@@ -147,6 +147,17 @@ pub enum Route {
     Webhook,
 }
 
+/// A table's warm throughput for writes the template sets (its parameter and default), where
+/// it sets one; other tables have a new table's 4,000.
+pub fn warm_writes(table: crate::tools::plan::load::Table) -> Option<(&'static str, f64)> {
+    use crate::tools::plan::load::Table;
+    match table {
+        Table::Seats => Some(("SeatsTableWarmWrites", 15_000.0)),
+        Table::Orders => Some(("OrdersTableWarmWrites", 12_000.0)),
+        Table::PendingIndex | Table::Outbox | Table::Events => None,
+    }
+}
+
 impl Route {
     pub const ALL: [Route; 9] = [
         Route::Join,
@@ -178,9 +189,9 @@ impl Route {
     /// (`None` for a route the template would not throttle).
     pub fn throttle(self) -> Option<(&'static str, f64)> {
         match self {
-            Route::Join => Some(("JoinRouteRateLimit", 1_500.0)),
+            Route::Join => Some(("JoinRouteRateLimit", 4_200.0)),
             Route::Claim => Some(("PollRouteRateLimit", 2_000.0)),
-            Route::Hold | Route::OrderStatus => Some(("HoldRouteRateLimit", 500.0)),
+            Route::Hold | Route::OrderStatus => Some(("HoldRouteRateLimit", 1_400.0)),
             Route::Webhook => Some(("WebhookRouteRateLimit", 2_000.0)),
             Route::Status | Route::DrawChunk | Route::SeatMap | Route::Layout => {
                 Some(("StatusRouteRateLimit", 100.0))
@@ -259,6 +270,31 @@ mod tests {
                     route.key()
                 );
             }
+        }
+    }
+
+    #[test]
+    fn warm_throughput_is_the_templates_default_on_its_table() {
+        use crate::tools::plan::load::Table;
+        let template = template();
+        for (table, resource) in [(Table::Seats, "SeatsTable"), (Table::Orders, "OrdersTable")] {
+            let (parameter, writes) = warm_writes(table).unwrap();
+            assert_eq!(
+                parameter_default(&template, parameter),
+                writes,
+                "{parameter}"
+            );
+            let properties = template
+                .split(&format!("\n  {resource}:\n"))
+                .nth(1)
+                .unwrap()
+                .split("\n\n")
+                .next()
+                .unwrap();
+            assert!(
+                properties.contains(&format!("WriteUnitsPerSecond: !Ref {parameter} }}")),
+                "{resource}"
+            );
         }
     }
 
