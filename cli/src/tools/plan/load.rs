@@ -99,13 +99,16 @@ pub enum Metric {
     /// Billed SQS requests: send, receive and delete.
     SqsRequests,
     SecretsCalls,
+    /// Requests Lineup's key makes to the payment provider (Stripe): payments made, fetched,
+    /// cancelled; refunds.
+    ProviderRequests,
 }
 
 const ROUTES: usize = Route::ALL.len();
 const FUNCTIONS: usize = Function::ALL.len();
 const TABLES: usize = Table::ALL.len();
 const HOT_KEYS: usize = HotKey::ALL.len();
-const METRICS: usize = 5 + ROUTES + 2 * FUNCTIONS + 1 + 2 * TABLES + HOT_KEYS + 3;
+const METRICS: usize = 5 + ROUTES + 2 * FUNCTIONS + 1 + 2 * TABLES + HOT_KEYS + 4;
 
 impl Metric {
     fn index(self) -> usize {
@@ -133,6 +136,7 @@ impl Metric {
             Metric::SqsSends => sqs,
             Metric::SqsRequests => sqs + 1,
             Metric::SecretsCalls => sqs + 2,
+            Metric::ProviderRequests => sqs + 3,
         }
     }
 }
@@ -220,6 +224,7 @@ mod tests {
             Metric::SqsSends,
             Metric::SqsRequests,
             Metric::SecretsCalls,
+            Metric::ProviderRequests,
         ];
         metrics.extend(Route::ALL.map(Metric::RouteRequests));
         metrics.extend(Function::ALL.map(Metric::LambdaInvocations));

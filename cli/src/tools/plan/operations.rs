@@ -142,6 +142,9 @@ const HOLD_SECONDS: f64 = 0.050;
 const BEST_AVAILABLE_ATTEMPT_SECONDS: f64 = 0.030;
 const ORDER_READ_SECONDS: f64 = 0.020;
 const CONFIRM_SECONDS: f64 = 0.080;
+/// Checkout: the order read, the provider's PaymentIntent made (Stripe answers in ~300-800 ms),
+/// its id stored.
+const CHECKOUT_SECONDS: f64 = 0.6;
 const OUTBOX_SECONDS_PER_MESSAGE: f64 = 0.010;
 /// The stream mapping's batch size (template.yaml).
 const OUTBOX_MESSAGES_PER_INVOCATION: f64 = 25.0;
@@ -389,12 +392,20 @@ impl Operations {
         // §4: a GetItem (1 read unit) and 3n+7 write units less the n index entries ADR 0017
         // dropped: 2n+7, the n seats twice, the order's records (4), its `pending_by_expiry`
         // entry removed (1), the outbox event (2). The provider calls through CloudFront too.
+        // The customer's checkout (one PaymentIntent made at the provider, the order read and
+        // its payment id stored), then the provider's webhook: the sale in one transaction (the
+        // terms from the PaymentIntent's metadata: no read), the admission ended.
         let mut payment = Load::default();
+        payment.viewer_request(SMALL_RESPONSE_BYTES);
+        payment.api_request(Route::Checkout, SMALL_RESPONSE_BYTES);
+        payment.invocation(Function::Checkout, CHECKOUT_SECONDS);
+        payment[Metric::ProviderRequests] += 1.0;
+        payment[Metric::ReadUnits(Table::Orders)] += 1.0;
+        payment[Metric::WriteUnits(Table::Orders)] += 1.0;
         payment.viewer_request(SMALL_RESPONSE_BYTES);
         payment.api_request(Route::Webhook, SMALL_RESPONSE_BYTES);
         payment.invocation(Function::Confirm, CONFIRM_SECONDS);
         payment[Metric::RedisEcpu] += script_ecpu(2.0);
-        payment[Metric::ReadUnits(Table::Orders)] += 1.0;
         payment[Metric::WriteUnits(Table::Seats)] += 2.0 * seats_in_order;
         payment[Metric::WriteUnits(Table::Orders)] += 4.0;
         payment[Metric::WriteUnits(Table::PendingIndex)] += 1.0;
@@ -522,11 +533,15 @@ mod tests {
             ..example()
         };
         let ops = Operations::for_on_sale(&exact_only);
-        // n = 2.5 seats: a hold 2n+5 = 10, a payment 2n+7 = 12, a lapse 2+n = 4.5.
+        // n = 2.5 seats: a hold 2n+5 = 10, a payment 2n+7 = 12 and checkout's 1 (its payment
+        // id stored), a lapse 2+n = 4.5.
         assert_eq!(writes(&ops.exact_hold), 10.0);
-        assert_eq!(writes(&ops.payment), 12.0);
+        assert_eq!(writes(&ops.payment), 13.0);
         assert_eq!(writes(&ops.unpaid_order_end), 4.5);
+        // Checkout reads the order; the webhook's sale reads nothing (the PaymentIntent's
+        // metadata carries the terms); one PaymentIntent made at the provider.
         assert_eq!(ops.payment[Metric::ReadUnits(Table::Orders)], 1.0);
+        assert_eq!(ops.payment[Metric::ProviderRequests], 1.0);
         // The seat items only, twice each in the transaction: 5 of the 10.
         assert_eq!(ops.exact_hold[Metric::WriteUnits(Table::Seats)], 5.0);
     }

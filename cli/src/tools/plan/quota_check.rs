@@ -13,6 +13,8 @@ use super::stack_defaults::{warm_writes, Function, Route};
 
 /// A peak above this share of its limit is flagged.
 pub const FLAG_ABOVE: f64 = 0.8;
+/// Stripe's API rate limit in live mode, requests a second (docs: "Rate limits").
+const STRIPE_LIVE_REQUESTS_PER_SECOND: f64 = 100.0;
 /// Lambda keeps this many concurrent executions unreserved.
 const UNRESERVED_CONCURRENCY: f64 = 100.0;
 
@@ -53,6 +55,8 @@ pub enum Remedy {
     PreWarm,
     /// An ECPU-per-second minimum set on the cache before the on-sale.
     PreScale,
+    /// The payment provider raises it on request (Stripe's rate limits).
+    ProviderIncrease,
     /// It cannot be raised: change the design instead.
     Redesign { advice: String },
 }
@@ -91,6 +95,8 @@ pub enum Owner {
     Operator,
     /// AWS support: an account quota only a Service Quotas request raises.
     AwsSupport,
+    /// The payment provider (Stripe's support raises its rate limits).
+    PaymentProvider,
     /// Nobody can raise it: the design must change.
     Design,
 }
@@ -102,6 +108,7 @@ impl Check {
             Some(Remedy::StackParameter { .. }) => Owner::Template,
             Some(Remedy::PreWarm | Remedy::PreScale) => Owner::Operator,
             Some(Remedy::QuotaIncrease) => Owner::AwsSupport,
+            Some(Remedy::ProviderIncrease) => Owner::PaymentProvider,
             Some(Remedy::Redesign { .. }) | None => Owner::Design,
         }
     }
@@ -262,6 +269,22 @@ pub fn checks(profile: &LoadProfile, figures: &AwsFigures, operations: &Operatio
     checks.extend(lambda_checks(profile, figures, operations));
     checks.extend(redis_checks(profile, figures));
     checks.extend(dynamodb_checks(profile, figures, operations));
+
+    // Stripe takes 100 requests a second in live mode (25 in test mode) per account, reads and
+    // writes each: checkout's PaymentIntents are the bulk (refunds and reconciliation are few).
+    checks.push(check(
+        "Stripe",
+        "API requests with Lineup's key (live mode)",
+        "req/s",
+        peak(Metric::ProviderRequests),
+        at(Metric::ProviderRequests),
+        Some(Limit {
+            value: STRIPE_LIVE_REQUESTS_PER_SECOND,
+            source: "Stripe's documented live-mode rate limit".to_owned(),
+            remedy: Remedy::ProviderIncrease,
+            flag_above: FLAG_ABOVE,
+        }),
+    ));
 
     checks.push(check(
         "SQS",

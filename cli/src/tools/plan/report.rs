@@ -146,6 +146,7 @@ impl Plan {
                 Owner::AwsSupport => {
                     "AWS support: file a Service Quotas increase (Service Quotas console, or `aws service-quotas request-service-quota-increase`) for the account and region, with the value asked"
                 }
+                Owner::PaymentProvider => "the payment provider: ask Stripe's support for a higher rate limit",
                 Owner::Design => "the design (nothing to raise)",
             };
             let _ = writeln!(out, "  {heading}:");

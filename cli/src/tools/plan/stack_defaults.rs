@@ -83,7 +83,7 @@ impl Function {
             Function::Join => 200.0,
             Function::Poll => 100.0,
             Function::Hold => 250.0,
-            Function::Checkout => 40.0,
+            Function::Checkout => 64.0,
             Function::Confirm => 50.0,
             Function::Admit => 2.0,
             Function::Expire => 2.0,
@@ -144,6 +144,8 @@ pub enum Route {
     Layout,
     Hold,
     OrderStatus,
+    /// `POST /orders/{orderId}/payment`: the order's payment made at the provider (checkout).
+    Checkout,
     Webhook,
 }
 
@@ -159,7 +161,7 @@ pub fn warm_writes(table: crate::tools::plan::load::Table) -> Option<(&'static s
 }
 
 impl Route {
-    pub const ALL: [Route; 9] = [
+    pub const ALL: [Route; 10] = [
         Route::Join,
         Route::Claim,
         Route::Status,
@@ -168,6 +170,7 @@ impl Route {
         Route::Layout,
         Route::Hold,
         Route::OrderStatus,
+        Route::Checkout,
         Route::Webhook,
     ];
 
@@ -181,6 +184,7 @@ impl Route {
             Route::Layout => "GET /events/{eventId}/layout/{version}",
             Route::Hold => "POST /events/{eventId}/holds",
             Route::OrderStatus => "GET /orders/{orderId}",
+            Route::Checkout => "POST /orders/{orderId}/payment",
             Route::Webhook => "POST /orders/{orderId}/confirm",
         }
     }
@@ -191,7 +195,9 @@ impl Route {
         match self {
             Route::Join => Some(("JoinRouteRateLimit", 4_200.0)),
             Route::Claim => Some(("PollRouteRateLimit", 2_000.0)),
-            Route::Hold | Route::OrderStatus => Some(("HoldRouteRateLimit", 1_400.0)),
+            Route::Hold | Route::OrderStatus | Route::Checkout => {
+                Some(("HoldRouteRateLimit", 1_400.0))
+            }
             Route::Webhook => Some(("WebhookRouteRateLimit", 2_000.0)),
             Route::Status | Route::DrawChunk | Route::SeatMap | Route::Layout => {
                 Some(("StatusRouteRateLimit", 100.0))
