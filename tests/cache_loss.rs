@@ -1027,3 +1027,83 @@ async fn an_event_lost_during_its_draw_is_not_half_recreated_by_the_mark() {
         .unwrap();
     assert_eq!(exists, 0, "the mark made a settings hash for a lost event");
 }
+
+/// The draw was published, then the cache was lost before its numbers were written (the cursor
+/// says the pre-queue closed with 300 and is not drawn): the event is re-loaded as drawn from
+/// the published draw, nothing is drawn or published again (not a draw of the nobody the lost
+/// cache has left), and the entrants come back from their pre-queue tickets at the published
+/// numbers.
+#[tokio::test]
+async fn a_cache_lost_between_a_published_draw_and_its_numbers_keeps_the_published_draw() {
+    use lineup::application::ports::event_records::{AdmissionCursor, DrawPublication};
+    use lineup::application::restore::TicketRestore;
+    use lineup::domain::draw;
+    use lineup::domain::event_settings::EventSettings;
+    use lineup::domain::signing::QueueTicket;
+
+    const ENTRANTS: usize = 300;
+    let queue = queue();
+    let records = records().await;
+    let event = fresh_event();
+    let now = std::time::SystemTime::now();
+    let opened = now - Duration::from_secs(20);
+    let seed = records
+        .save_settings(&event, &EventSettings::opening_at(opened), None)
+        .await
+        .unwrap();
+    records
+        .reserve_numbers(&event, ENTRANTS as u64)
+        .await
+        .unwrap();
+    let cursor = AdmissionCursor {
+        entrants: Some(ENTRANTS as u64),
+        drawn: false,
+        saved_at_ms: Some(lineup::domain::clock::unix_millis(opened)),
+        ..AdmissionCursor::default()
+    };
+    records.save_cursor(&event, &cursor).await.unwrap();
+    let drawn = draw::numbers(&seed, (0..ENTRANTS).map(|n| seed.entrant(&customer(n))));
+    let (summary, chunks) = draw::publish(&drawn, &event, &seed, opened);
+    records
+        .publish_draw(&event, &summary, &chunks)
+        .await
+        .unwrap();
+
+    // The admitter finds the event missing in the cache, re-loads it, and ticks it.
+    let admission = Admission::new(queue.clone()).await;
+    let tick = admission.tick(&event, now).await;
+    assert!(!tick.needs_draw, "nothing left to draw");
+    assert!(tick.drawn);
+    assert_eq!(tick.status.entrants, Some(ENTRANTS as u64));
+    assert_eq!(
+        records.draw_summary(&event).await.unwrap(),
+        Some(summary.clone()),
+        "the published draw is as it was"
+    );
+    let status: serde_json::Value =
+        serde_json::from_str(&queue.status_json(&event).await.unwrap().expect("a status")).unwrap();
+    assert_eq!(status["draw"]["published"], true);
+    assert_eq!(status["draw"]["entrants"], ENTRANTS as u64);
+    assert_eq!(status["draw"]["seed"], summary.seed.as_str());
+    assert!(records.event(&event).await.unwrap().unwrap().cursor.drawn);
+
+    // An entrant comes back with their pre-queue ticket, at the published number.
+    let restorer = restorer(queue.clone()).await;
+    let entrant = customer(17);
+    let ticket = QueueTicket {
+        number: None,
+        issued_at: opened - Duration::from_secs(60),
+    };
+    assert_eq!(
+        restorer
+            .restore_ticket(&event, &entrant, ticket, now)
+            .await
+            .unwrap(),
+        TicketRestore::Restored
+    );
+    let published_number = drawn.numbers[&seed.entrant(&entrant)];
+    assert_eq!(
+        zset(&redis_url(), &EventKeys::new(&event).queue).await,
+        vec![(entrant.as_str().to_owned(), published_number as f64)]
+    );
+}

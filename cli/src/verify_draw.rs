@@ -1,8 +1,11 @@
 //! `lineup verify-draw`: checks an event's pre-queue draw from what was published, as any
 //! outsider can. It reads the public routes over HTTP (`GET /events/{eventId}/draw`, every chunk
-//! `GET /events/{eventId}/draw/{prefix}`, and `GET /events/{eventId}/status` when no commitment
-//! was saved), recomputes the draw with [`lineup::domain::draw::verify`] and reports every disagreement.
-//! It uses nothing an outsider does not have: no credentials, no store, no signing key.
+//! `GET /events/{eventId}/draw/{prefix}`, and `GET /events/{eventId}/status`), recomputes the draw
+//! with [`lineup::domain::draw::verify`], cross-checks the summary against the status (the count
+//! the pre-queue closed with, the revealed seed, the commitment, the prefix length:
+//! [`lineup::domain::draw::verify_status`]; the chunks are checked against the summary's count
+//! and digest) and reports every disagreement. It uses nothing an outsider does not have: no
+//! credentials, no store, no signing key.
 //!
 //! Exit status: 0 when the draw checks out, 1 on any mismatch, 2 when it could not be checked
 //! (the API unreachable, the draw not published, an answer that is not the documented JSON).
@@ -16,6 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use lineup::domain::draw;
 use lineup::domain::draw::{DrawChunk, DrawMismatch, DrawSummary};
 use lineup::domain::ids::EventId;
+use lineup::domain::status::DrawStatus;
 use reqwest::header::RETRY_AFTER;
 use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
@@ -145,6 +149,8 @@ impl CommittedBy {
 #[derive(Debug, Clone)]
 pub struct DrawCheck {
     pub summary: DrawSummary,
+    /// What the event's status says of the draw.
+    pub status: DrawStatus,
     /// How many chunks were read.
     pub chunks: usize,
     pub committed: CommittedBy,
@@ -193,6 +199,17 @@ impl DrawCheck {
                 "  entrants        {} (read from {} chunks, prefix length {})",
                 summary.entrants, self.chunks, summary.prefix_length
             ),
+            format!(
+                "  status          {} entrants, {}",
+                self.status
+                    .entrants
+                    .map_or_else(|| "no".to_owned(), |n| n.to_string()),
+                if self.status.published {
+                    "published"
+                } else {
+                    "not published"
+                }
+            ),
             format!("  entrant digest  {}", summary.entrant_digest),
             format!("  seed            {}", summary.seed),
             format!("  commitment      {}", summary.commitment),
@@ -205,8 +222,8 @@ impl DrawCheck {
         lines.extend(caveat.map(|caveat| format!("  note: {caveat}")));
         if self.mismatches.is_empty() {
             lines.push(
-                "OK: the seed matches the commitment, and every published number is the one the \
-                 seed and the published entrant list give"
+                "OK: the seed matches the commitment, every published number is the one the seed \
+                 and the published entrant list give, and the status counts the same entrants"
                     .to_owned(),
             );
         } else {
@@ -252,22 +269,26 @@ pub async fn run(args: &VerifyDrawArgs) -> Result<DrawCheck, VerifyDrawError> {
     check(&site, args.commitment.clone()).await
 }
 
-/// Reads the published draw (the summary, then every chunk, then the status's commitment if no
-/// `saved` one is given) and checks it.
+/// Reads the published draw (the summary, then every chunk, then the status) and checks it: the
+/// chunks against the summary, the summary against the status, and the commitment against the
+/// `saved` one, else the status's.
 pub async fn check(
     site: &PublishedDraw,
     saved: Option<String>,
 ) -> Result<DrawCheck, VerifyDrawError> {
     let summary = site.summary().await?;
     let chunks = site.chunks(&summary).await?;
+    let status = site.status_draw().await?;
     let committed = match saved {
         Some(commitment) => CommittedBy::Saved(commitment),
-        None => CommittedBy::CurrentStatus(site.status_commitment().await?),
+        None => CommittedBy::CurrentStatus(status.commitment.clone()),
     };
-    let mismatches = draw::verify(&summary, &chunks, Some(committed.commitment()));
+    let mut mismatches = draw::verify(&summary, &chunks, Some(committed.commitment()));
+    mismatches.extend(draw::verify_status(&summary, &status.of_draw()));
     Ok(DrawCheck {
         chunks: chunks.len(),
         summary,
+        status,
         committed,
         mismatches,
     })
@@ -287,12 +308,7 @@ pub struct PublishedDraw {
 /// The part of the status this command reads.
 #[derive(Deserialize)]
 struct StatusDraw {
-    draw: CommitmentOnly,
-}
-
-#[derive(Deserialize)]
-struct CommitmentOnly {
-    commitment: String,
+    draw: DrawStatus,
 }
 
 /// An answer's status and body.
@@ -363,10 +379,15 @@ impl PublishedDraw {
         chunks
     }
 
+    /// What `GET /events/{eventId}/status` shows of the draw now.
+    pub async fn status_draw(&self) -> Result<DrawStatus, VerifyDrawError> {
+        let status: StatusDraw = self.document("status", "an event status").await?;
+        Ok(status.draw)
+    }
+
     /// The commitment `GET /events/{eventId}/status` shows now.
     pub async fn status_commitment(&self) -> Result<String, VerifyDrawError> {
-        let status: StatusDraw = self.document("status", "an event status").await?;
-        Ok(status.draw.commitment)
+        Ok(self.status_draw().await?.commitment)
     }
 
     /// A 200 answer's JSON; any other answer as the error it is.
@@ -539,8 +560,19 @@ mod tests {
         }
     }
 
+    fn status() -> DrawStatus {
+        DrawStatus {
+            commitment: summary().commitment,
+            seed: Some(summary().seed),
+            entrants: Some(summary().entrants),
+            prefix_length: Some(1),
+            published: true,
+        }
+    }
+
     fn checked(committed: CommittedBy, mismatches: Vec<DrawMismatch>) -> DrawCheck {
         DrawCheck {
+            status: status(),
             summary: summary(),
             chunks: 16,
             committed,
@@ -689,9 +721,13 @@ mod tests {
     }
 
     /// A published draw with no entrants in `16^prefix_length` chunks, served by a local server
-    /// that refuses two reads once: a 429 with `Retry-After: 1` and a 503. Returns the base URL
-    /// and the count of chunk reads.
-    async fn serve_an_empty_draw(prefix_length: usize) -> (String, Arc<AtomicUsize>) {
+    /// that refuses two reads once: a 429 with `Retry-After: 1` and a 503, beside a status that
+    /// counts `status_entrants` in the closed pre-queue. Returns the base URL and the count of
+    /// chunk reads.
+    async fn serve_an_empty_draw(
+        prefix_length: usize,
+        status_entrants: u64,
+    ) -> (String, Arc<AtomicUsize>) {
         let seed = DrawSeed::parse(&"ab".repeat(32)).unwrap();
         let published = DrawSummary {
             entrant_digest: draw::entrant_digest(&[]),
@@ -728,7 +764,13 @@ mod tests {
             .route(
                 "/events/{event}/status",
                 get(move || async move {
-                    Json(serde_json::json!({ "draw": { "commitment": seed.commitment() } }))
+                    Json(serde_json::json!({ "draw": {
+                        "commitment": seed.commitment(),
+                        "seed": seed.reveal(),
+                        "entrants": status_entrants,
+                        "prefixLength": prefix_length,
+                        "published": true,
+                    } }))
                 }),
             );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -739,7 +781,7 @@ mod tests {
 
     /// Every chunk read once, the two refused ones once more, and the commitment from the status.
     async fn reads_every_chunk_through_passing_refusals(prefix_length: usize) {
-        let (base, reads) = serve_an_empty_draw(prefix_length).await;
+        let (base, reads) = serve_an_empty_draw(prefix_length, 0).await;
         let site = PublishedDraw::new(&base, EventId::parse("gala").unwrap()).unwrap();
         let check = check(&site, None).await.unwrap();
         let chunks = 16usize.pow(prefix_length as u32);
@@ -762,6 +804,29 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_chunk_is_read_through_a_429_and_a_503() {
         reads_every_chunk_through_passing_refusals(3).await;
+    }
+
+    #[tokio::test]
+    async fn a_draw_of_other_entrants_than_the_status_counts_exits_1() {
+        let (base, _) = serve_an_empty_draw(1, 5).await;
+        let site = PublishedDraw::new(&base, EventId::parse("gala").unwrap()).unwrap();
+        let outcome = check(&site, Some(summary().commitment)).await;
+        let check = outcome.as_ref().unwrap();
+        assert_eq!(
+            check.mismatches,
+            vec![DrawMismatch::StatusCountMismatch {
+                status: 5,
+                published: 0
+            }]
+        );
+        assert!(
+            check
+                .report()
+                .contains("  status          5 entrants, published\n"),
+            "{}",
+            check.report()
+        );
+        assert_eq!(Verdict::of(&outcome).exit_code(), 1);
     }
 
     #[tokio::test]

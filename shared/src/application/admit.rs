@@ -7,9 +7,14 @@
 //! the admission cursor in DynamoDB (one write, when it moved), then admits up to what was saved,
 //! so a number the status shows as called is durably called and survives any cache loss; the
 //! adapter publishes the public status with the tick. It also runs the pre-queue draw once the
-//! pre-queue has closed (its numbers made durable before it is published), and, for an event
+//! pre-queue has closed (its numbers made durable before it is published; drawn in bounded
+//! memory, [`pre_queue_draw`], [`bounded_draw`]; a draw published already stands), watches the
+//! pre-queue's size against what the draw can take before opening, and, for an event
 //! open in DynamoDB that the cache has lost, raises `EventMissingInCache` and re-loads it. If
 //! DynamoDB cannot take the cursor, admission waits (nobody is called past what is durable).
+
+pub mod bounded_draw;
+pub mod pre_queue_draw;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -21,19 +26,20 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::application::error::LineupError;
 use crate::application::ports::event_records::{AdmissionCursor, DrawPublication, EventRecords};
-use crate::application::ports::queue::{Admitter, PreQueueDraw, TickMode, TickReport};
+use crate::application::ports::queue::{Admitter, TickMode, TickReport};
 use crate::application::rebuild::{AvailabilityRebuild, RebuildOutcome};
 use crate::application::restore::Restorer;
 use crate::domain::clock::Clock;
-use crate::domain::draw;
 use crate::domain::event_settings::{EventSettings, QueueState};
-use crate::domain::ids::{CustomerId, EventId};
+use crate::domain::ids::EventId;
 
-/// How long one admitter may hold the draw before another may take it over.
-const DRAW_LOCK: Duration = Duration::from_secs(120);
+pub use pre_queue_draw::{DrawLimits, DrawQueue, EntrantPages, PreQueueSize};
+
 /// DynamoDB's list of open events is read this often, not every tick: it only matters after
 /// the cache lost an event, and re-loading it within seconds is enough.
 const DURABLE_LIST_EVERY: Duration = Duration::from_secs(10);
+/// Before opening, each event's pre-queue is counted this often for the draw's alarm.
+const PRE_QUEUE_WATCH_EVERY: Duration = Duration::from_secs(10);
 
 /// After this many ticks in a row fail entirely, the invocation gives up and reports the error
 /// (the next scheduled invocation tries again).
@@ -55,8 +61,9 @@ pub struct AdmissionSummary {
 pub struct AdmissionPorts<'a> {
     /// The queue's ticks: plan, admit, publish the status (Redis).
     pub admitter: &'a dyn Admitter,
-    /// The closed pre-queue's entrants, and where their drawn numbers are written (Redis).
-    pub draw: &'a dyn PreQueueDraw,
+    /// The pre-queue (its size before opening, its entrants once closed, a page at a time),
+    /// and where their drawn numbers are written (Redis).
+    pub draw: &'a dyn DrawQueue,
     /// The durable cursors and the list of open events (DynamoDB).
     pub records: &'a dyn EventRecords,
     /// Where the draw is published before anyone from it is admitted.
@@ -77,6 +84,10 @@ pub struct AdmissionLoop<'a> {
     pub clock: &'a dyn Clock,
     /// The time between ticks (`ADMIT_TICK_MS`, a second by default).
     pub tick: Duration,
+    /// The local disk the pre-queue draw may use (by default `/tmp` as Lambda gives it).
+    pub draw_limits: DrawLimits,
+    /// When each event's pre-queue was last counted for the draw's alarm.
+    pre_queue_watched: Mutex<HashMap<EventId, Instant>>,
     /// The cursor last saved per event, so a tick that moved nothing writes nothing.
     saved: Mutex<HashMap<EventId, AdmissionCursor>>,
     /// DynamoDB's open events as last read, and when.
@@ -96,6 +107,8 @@ impl<'a> AdmissionLoop<'a> {
             ports,
             clock,
             tick,
+            draw_limits: DrawLimits::default(),
+            pre_queue_watched: Mutex::new(HashMap::new()),
             saved: Mutex::new(HashMap::new()),
             durable: Mutex::new(None),
             availability_checked: Mutex::new(None),
@@ -224,9 +237,18 @@ impl<'a> AdmissionLoop<'a> {
                 .numbers
                 .reserve_through(event, entrants, now)
                 .await?;
-            self.draw(event, now).await?;
+            let ports = pre_queue_draw::DrawPorts {
+                queue: self.ports.draw,
+                publication: self.ports.publication,
+            };
+            let outcome =
+                pre_queue_draw::draw(&ports, event, entrants, &self.draw_limits, now).await?;
+            tracing::debug!(event = %event, ?outcome, "the draw's turn");
             self.ports.admitter.tick(event, now, TickMode::Plan).await?
         } else {
+            if plan.status.entrants.is_none() && now < plan.status.opens_at {
+                self.watch_pre_queue(event).await;
+            }
             plan
         };
         let up_to = self.make_durable(event, &plan, now).await;
@@ -351,46 +373,23 @@ impl<'a> AdmissionLoop<'a> {
         Ok(cursor)
     }
 
-    /// The pre-queue draw: number the closed pre-queue, publish it (seed revealed), then put
-    /// the entrants in the queue at their numbers. Publication comes first, so once anyone is
-    /// admitted, everyone can check the order they were admitted in.
-    async fn draw(&self, event: &EventId, now: SystemTime) -> Result<(), LineupError> {
-        let ports = &self.ports;
-        if !ports.draw.lock_draw(event, DRAW_LOCK).await? {
-            return Ok(());
+    /// Before opening, at most every [`PRE_QUEUE_WATCH_EVERY`], how full the pre-queue is for
+    /// the draw (one Redis read).
+    async fn watch_pre_queue(&self, event: &EventId) {
+        {
+            let mut watched = self
+                .pre_queue_watched
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if watched
+                .get(event)
+                .is_some_and(|at| at.elapsed() < PRE_QUEUE_WATCH_EVERY)
+            {
+                return;
+            }
+            watched.insert(event.clone(), Instant::now());
         }
-        let seed = ports
-            .draw
-            .draw_seed(event)
-            .await?
-            .ok_or_else(|| LineupError::QueueReply {
-                operation: "draw",
-                reply: "no draw seed".to_owned(),
-            })?;
-        let customers = ports.draw.entrants(event).await?;
-        let by_entrant: HashMap<String, CustomerId> = customers
-            .into_iter()
-            .map(|customer| (seed.entrant(&customer), customer))
-            .collect();
-        let drawn = draw::numbers(&seed, by_entrant.keys().cloned());
-        let (summary, chunks) = draw::publish(&drawn, event, &seed, now);
-        ports
-            .publication
-            .publish_draw(event, &summary, &chunks)
-            .await?;
-        let numbers: Vec<(CustomerId, u64)> = drawn
-            .numbers
-            .iter()
-            .filter_map(|(entrant, number)| {
-                by_entrant
-                    .get(entrant)
-                    .map(|customer| (customer.clone(), *number))
-            })
-            .collect();
-        ports.draw.write_numbers(event, &numbers).await?;
-        ports.draw.mark_drawn(event).await?;
-        tracing::info!(event = %event, entrants = numbers.len(), digest = %drawn.digest, "pre-queue drawn and published");
-        Ok(())
+        pre_queue_draw::watch_pre_queue(self.ports.draw, event, &self.draw_limits).await;
     }
 
     /// One tick over every open event, the events in parallel. Fails when listing the events

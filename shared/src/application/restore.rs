@@ -24,7 +24,9 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::application::error::LineupError;
 use crate::application::known_events::{KnownEvents, RECORD_MAX_AGE};
 use crate::application::numbering::Numbering;
-use crate::application::ports::event_records::{DrawPublication, EventRecords, LayoutStore};
+use crate::application::ports::event_records::{
+    DrawPublication, EventRecord, EventRecords, LayoutStore,
+};
 use crate::application::ports::queue::{
     NumberRanges, PlaceRestorer, RestoreDone, RestoreOutcome, RestoredPlace,
 };
@@ -177,6 +179,7 @@ impl Restorer {
             return Ok(false);
         };
         self.known.remember(event, Some(record.clone()));
+        let record = self.with_published_draw(event, record).await?;
         if self.queue.restore_event(event, &record, now).await? {
             tracing::warn!(event = %event, serving = record.cursor.serving, number_ceiling = record.number_ceiling, "event re-loaded into the cache from DynamoDB");
             // The alarm's metric, whoever found the event missing first (a join or a poll
@@ -191,6 +194,29 @@ impl Restorer {
             );
         }
         Ok(true)
+    }
+
+    /// A draw published before the loss stands. The cursor is saved after a tick that drew, so a
+    /// draw that failed after its publication (its numbers half written, or the cache lost before
+    /// they were) leaves a cursor that says "not drawn": re-loaded as it says, the next tick
+    /// would draw again from what the cache has left of the entrant list (nothing, after a loss)
+    /// and try to publish that. So the event is re-loaded as drawn, with the published count,
+    /// and the entrants come back from their tickets with the published numbers. One read, only
+    /// for an event whose cursor is not drawn.
+    async fn with_published_draw(
+        &self,
+        event: &EventId,
+        mut record: EventRecord,
+    ) -> Result<EventRecord, LineupError> {
+        if record.cursor.drawn {
+            return Ok(record);
+        }
+        if let Some(published) = self.draw.draw_summary(event).await? {
+            tracing::warn!(event = %event, entrants = published.entrants, "the cache was lost after the draw was published: re-loaded as drawn, from the published draw");
+            record.cursor.drawn = true;
+            record.cursor.entrants = Some(published.entrants);
+        }
+        Ok(record)
     }
 
     /// Puts the holder of `ticket` back, if the cache lost them (see the module doc).

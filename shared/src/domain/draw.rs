@@ -74,19 +74,41 @@ impl DrawSeed {
 
     /// The customer's salted hash in the published draw.
     pub fn entrant(&self, customer: &CustomerId) -> String {
-        let mut hex = sha256_hex(&[
-            b"lineup/entrant/v1\n",
-            self.0.as_bytes(),
-            b"\n",
-            customer.as_str().as_bytes(),
-        ]);
-        hex.truncate(ENTRANT_HEX_LEN);
-        hex
+        hex::encode(self.entrant_bytes(customer.as_str()))
+    }
+
+    /// [`DrawSeed::entrant`] as its 16 bytes (what a draw too big for memory keeps on disk),
+    /// for a customer id already checked.
+    pub fn entrant_bytes(&self, customer: &str) -> [u8; ENTRANT_BYTES] {
+        let hash = Sha256::new()
+            .chain_update(b"lineup/entrant/v1\n")
+            .chain_update(self.0.as_bytes())
+            .chain_update(b"\n")
+            .chain_update(customer.as_bytes())
+            .finalize();
+        let mut entrant = [0; ENTRANT_BYTES];
+        entrant.copy_from_slice(&hash[..ENTRANT_BYTES]);
+        entrant
+    }
+
+    /// An entrant's place in the draw: numbers go in ascending key order (ties, never seen with
+    /// 256-bit keys, by entrant). `digest` is the closed list's [`entrant_digest`].
+    pub fn order_key(&self, digest: &str, entrant: &str) -> [u8; 32] {
+        Sha256::new()
+            .chain_update(self.0.as_bytes())
+            .chain_update(b"\n")
+            .chain_update(digest.as_bytes())
+            .chain_update(b"\n")
+            .chain_update(entrant.as_bytes())
+            .finalize()
+            .into()
     }
 }
 
 /// Entrant hashes are 128 bits: collisions among even a billion entrants are out of reach.
 pub const ENTRANT_HEX_LEN: usize = 32;
+/// An entrant hash's bytes ([`ENTRANT_HEX_LEN`] hex digits).
+pub const ENTRANT_BYTES: usize = ENTRANT_HEX_LEN / 2;
 
 fn sha256_hex(parts: &[&[u8]]) -> String {
     let mut hash = Sha256::new();
@@ -98,16 +120,35 @@ fn sha256_hex(parts: &[&[u8]]) -> String {
 
 /// The digest of the closed entrant list (sorted, so it does not depend on how it was read).
 pub fn entrant_digest(sorted_entrants: &[String]) -> String {
-    let mut hash = Sha256::new();
+    let mut digest = EntrantDigest::default();
     for entrant in sorted_entrants {
-        hash.update(entrant.as_bytes());
-        hash.update(b"\n");
+        digest.add(entrant);
     }
-    hex::encode(hash.finalize())
+    digest.finish()
+}
+
+/// [`entrant_digest`] fed one entrant at a time, in ascending order: a list too big for memory
+/// is digested a sorted part after another.
+#[derive(Default, Clone)]
+pub struct EntrantDigest(Sha256);
+
+impl EntrantDigest {
+    /// The next entrant (hex), in ascending order.
+    pub fn add(&mut self, entrant: &str) {
+        self.0.update(entrant.as_bytes());
+        self.0.update(b"\n");
+    }
+
+    /// The digest, 64 hex digits.
+    pub fn finish(self) -> String {
+        hex::encode(self.0.finalize())
+    }
 }
 
 /// The draw: each entrant's number, in entrant order. `entrants` may come in any order and may
-/// repeat (a set read in pages can); the result has each once.
+/// repeat (a set read in pages can); the result has each once. It holds the whole list in
+/// memory: the admitter's draw of a big pre-queue computes the same in bounded memory
+/// (`crate::application::admit`), and this one is the reference it is checked against.
 pub fn numbers(seed: &DrawSeed, entrants: impl IntoIterator<Item = String>) -> Draw {
     let mut sorted: Vec<String> = entrants.into_iter().collect();
     sorted.sort_unstable();
@@ -115,17 +156,7 @@ pub fn numbers(seed: &DrawSeed, entrants: impl IntoIterator<Item = String>) -> D
     let digest = entrant_digest(&sorted);
     let mut keyed: Vec<([u8; 32], &String)> = sorted
         .iter()
-        .map(|entrant| {
-            let key = Sha256::new()
-                .chain_update(seed.reveal().as_bytes())
-                .chain_update(b"\n")
-                .chain_update(digest.as_bytes())
-                .chain_update(b"\n")
-                .chain_update(entrant.as_bytes())
-                .finalize()
-                .into();
-            (key, entrant)
-        })
+        .map(|entrant| (seed.order_key(&digest, entrant), entrant))
         .collect();
     keyed.sort_unstable();
     let numbers = keyed
@@ -177,6 +208,30 @@ pub struct DrawSummary {
     pub prefix_length: usize,
     /// When the draw was published, RFC 3339 in UTC.
     pub published_at: String,
+}
+
+impl DrawSummary {
+    /// Whether `other` is the same draw: everything but the time it was published. Publishing
+    /// the same draw again changes nothing; publishing another one over it is refused.
+    pub fn same_draw(&self, other: &DrawSummary) -> bool {
+        let Self {
+            event_id,
+            algorithm,
+            seed,
+            commitment,
+            entrant_digest,
+            entrants,
+            prefix_length,
+            published_at: _,
+        } = self;
+        *event_id == other.event_id
+            && *algorithm == other.algorithm
+            && *seed == other.seed
+            && *commitment == other.commitment
+            && *entrant_digest == other.entrant_digest
+            && *entrants == other.entrants
+            && *prefix_length == other.prefix_length
+    }
 }
 
 /// `GET /events/{eventId}/draw/{prefix}`: the entrants whose hash starts with `prefix`.
@@ -288,6 +343,34 @@ pub enum DrawMismatch {
         /// How many distinct entrants the chunks list.
         listed: u64,
     },
+    /// The event's status does not call the draw published.
+    #[error("the status does not show the draw as published")]
+    StatusNotPublished,
+    /// The status counts another number of pre-queue entrants than the published draw numbers:
+    /// the draw is not the draw of the pre-queue the status announced when it closed.
+    #[error(
+        "the status counts {status} entrants in the closed pre-queue, the draw numbers {published}"
+    )]
+    StatusCountMismatch {
+        /// The status's `draw.entrants` (0 when it shows none).
+        status: u64,
+        /// The summary's `entrants`.
+        published: u64,
+    },
+    /// The status reveals another seed than the published draw's.
+    #[error("the status reveals another seed than the published draw")]
+    StatusSeedMismatch,
+    /// The status shows another commitment than the published draw's.
+    #[error("the status shows another commitment than the published draw")]
+    StatusCommitmentMismatch,
+    /// The status names the chunks by another prefix length than the published draw.
+    #[error("the status names the chunks by {status} hex digits, the draw by {published}")]
+    StatusPrefixLengthMismatch {
+        /// The status's `draw.prefixLength` (0 when it shows none).
+        status: usize,
+        /// The summary's `prefixLength`.
+        published: usize,
+    },
     /// An entrant's published number is not the one the recomputed draw gives it.
     #[error("entrant {entrant} has number {published}, the draw gives {computed}")]
     WrongNumber {
@@ -375,6 +458,52 @@ pub fn verify(
     mismatches
 }
 
+/// What the event's public status says of its draw (`domain::status::DrawStatus::of_draw`), as
+/// [`verify_status`] compares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusOfDraw {
+    /// The status calls the draw published.
+    pub published: bool,
+    /// The closed pre-queue's count, if shown.
+    pub entrants: Option<u64>,
+    /// The revealed seed, if shown.
+    pub seed: Option<String>,
+    /// The commitment to the seed.
+    pub commitment: String,
+    /// The chunks' prefix length, if shown.
+    pub prefix_length: Option<usize>,
+}
+
+/// Cross-checks the published summary against the event's public status (what the status says
+/// of the draw: the closed pre-queue's count, the revealed seed, the commitment, the chunks'
+/// prefix length). [`verify`] checks the chunks against the summary; this closes the triangle, so
+/// a draw published over another (a different list, a lost one drawn empty) does not check out.
+pub fn verify_status(summary: &DrawSummary, status: &StatusOfDraw) -> Vec<DrawMismatch> {
+    let mut mismatches = Vec::new();
+    if !status.published {
+        mismatches.push(DrawMismatch::StatusNotPublished);
+    }
+    if status.entrants != Some(summary.entrants) {
+        mismatches.push(DrawMismatch::StatusCountMismatch {
+            status: status.entrants.unwrap_or_default(),
+            published: summary.entrants,
+        });
+    }
+    if status.seed.as_deref() != Some(summary.seed.as_str()) {
+        mismatches.push(DrawMismatch::StatusSeedMismatch);
+    }
+    if status.commitment != summary.commitment {
+        mismatches.push(DrawMismatch::StatusCommitmentMismatch);
+    }
+    if status.prefix_length != Some(summary.prefix_length) {
+        mismatches.push(DrawMismatch::StatusPrefixLengthMismatch {
+            status: status.prefix_length.unwrap_or_default(),
+            published: summary.prefix_length,
+        });
+    }
+    mismatches
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -417,6 +546,28 @@ mod tests {
         reversed.reverse();
         reversed.extend(entrants.iter().take(10).cloned()); // a page read twice
         assert_eq!(numbers(&seed(), reversed), draw);
+    }
+
+    /// The algorithm as published: figures from an independent implementation of the spec in
+    /// the module doc (Python's hashlib), so a refactoring cannot change a published draw.
+    #[test]
+    fn the_draw_is_the_documented_algorithm() {
+        let draw = numbers(&seed(), customers(5).iter().map(|c| seed().entrant(c)));
+        assert_eq!(
+            draw.digest,
+            "49a50d6f23dbea5cf9d4bedab1ce1cc230f97c106e67095e6e456b86d0ab5aff"
+        );
+        let expected = [
+            ("1413b2f03dd414a5d3bd9ee27d5a0442", 2),
+            ("af6c6f915c01fd168e48450075a6b810", 1),
+            ("7459010b53bea80a198a8859e0b95e2e", 5),
+            ("236dc08371d1030e700f101bd5a36067", 3),
+            ("e0e836b7397310261f83956a241cb8f5", 4),
+        ];
+        for (customer, (entrant, number)) in customers(5).iter().zip(expected) {
+            assert_eq!(seed().entrant(customer), entrant);
+            assert_eq!(draw.numbers[entrant], number, "{entrant}");
+        }
     }
 
     #[test]
@@ -509,5 +660,88 @@ mod tests {
         );
         let missing: Vec<DrawChunk> = chunks.iter().skip(1).cloned().collect();
         assert!(verify(&summary, &missing, None).contains(&DrawMismatch::MissingChunk("0".into())));
+    }
+
+    #[test]
+    fn the_same_draw_published_later_is_the_same_draw_and_any_other_field_is_not() {
+        let draw = numbers(&seed(), customers(50).iter().map(|c| seed().entrant(c)));
+        let (summary, _) = published(&draw);
+        let later = DrawSummary {
+            published_at: "2030-01-01T00:00:00.000Z".into(),
+            ..summary.clone()
+        };
+        assert!(summary.same_draw(&later));
+        let others = [
+            DrawSummary {
+                entrants: 49,
+                ..summary.clone()
+            },
+            DrawSummary {
+                entrant_digest: entrant_digest(&[]),
+                ..summary.clone()
+            },
+            DrawSummary {
+                seed: DrawSeed::generate().reveal().into(),
+                ..summary.clone()
+            },
+            DrawSummary {
+                event_id: "other".into(),
+                ..summary.clone()
+            },
+        ];
+        for other in &others {
+            assert!(!summary.same_draw(other), "{other:?}");
+        }
+    }
+
+    #[test]
+    fn a_status_that_counts_other_entrants_than_the_draw_is_caught() {
+        let draw = numbers(&seed(), customers(50).iter().map(|c| seed().entrant(c)));
+        let (summary, _) = published(&draw);
+        let status = StatusOfDraw {
+            commitment: seed().commitment(),
+            seed: Some(seed().reveal().to_owned()),
+            entrants: Some(50),
+            prefix_length: Some(1),
+            published: true,
+        };
+        assert_eq!(verify_status(&summary, &status), vec![]);
+
+        let more = StatusOfDraw {
+            entrants: Some(51),
+            ..status.clone()
+        };
+        assert_eq!(
+            verify_status(&summary, &more),
+            vec![DrawMismatch::StatusCountMismatch {
+                status: 51,
+                published: 50
+            }]
+        );
+        let unpublished = StatusOfDraw {
+            seed: None,
+            prefix_length: None,
+            published: false,
+            ..status.clone()
+        };
+        assert_eq!(
+            verify_status(&summary, &unpublished),
+            vec![
+                DrawMismatch::StatusNotPublished,
+                DrawMismatch::StatusSeedMismatch,
+                DrawMismatch::StatusPrefixLengthMismatch {
+                    status: 0,
+                    published: 1
+                },
+            ]
+        );
+        let other_commitment = StatusOfDraw {
+            commitment: DrawSeed::generate().commitment(),
+            ..status
+        };
+        assert_eq!(
+            verify_status(&summary, &other_commitment),
+            vec![DrawMismatch::StatusCommitmentMismatch]
+        );
     }
 }

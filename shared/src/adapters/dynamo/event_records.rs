@@ -30,7 +30,8 @@ use crate::adapters::dynamo::items::{n, s};
 use crate::adapters::dynamo::store_error;
 use crate::application::error::LineupError;
 use crate::application::ports::event_records::{
-    AdmissionCursor, AuditEntry, AuditLog, DrawPublication, EventRecord, EventRecords,
+    AdmissionCursor, AuditEntry, AuditLog, DrawPublication, DrawPublished, EventRecord,
+    EventRecords,
 };
 use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::draw::{DrawChunk, DrawSeed, DrawSummary};
@@ -404,30 +405,76 @@ impl AuditLog for DynamoEventRecords {
 
 #[async_trait]
 impl DrawPublication for DynamoEventRecords {
-    async fn publish_draw(
+    async fn publish_chunks(
         &self,
         event: &EventId,
-        summary: &DrawSummary,
         chunks: &[DrawChunk],
     ) -> Result<(), LineupError> {
-        let item = |pk: AttributeValue, sk: &str, body: String| -> Item {
-            [
-                ("pk".to_owned(), pk),
-                ("sk".to_owned(), s(sk)),
-                ("body".to_owned(), s(body)),
-            ]
-            .into_iter()
-            .collect()
-        };
         let mut items = Vec::new();
         for chunk in chunks.iter().filter(|chunk| !chunk.entries.is_empty()) {
             let body = serde_json::to_string(chunk).map_err(|_| malformed("draw chunk"))?;
-            items.push(item(chunk_pk(event, &chunk.prefix), CHUNK_SK, body));
+            items.push(
+                [
+                    ("pk".to_owned(), chunk_pk(event, &chunk.prefix)),
+                    ("sk".to_owned(), s(CHUNK_SK)),
+                    ("body".to_owned(), s(body)),
+                ]
+                .into_iter()
+                .collect(),
+            );
         }
-        self.write_all(items).await?;
+        self.write_all(items).await
+    }
+
+    /// A put conditioned on no summary being stored. Refused, the stored one is read (a
+    /// consistent read) and compared: the same draw is [`DrawPublished::AlreadyPublished`] and
+    /// keeps its first publication time, another one a [`DrawPublished::Conflict`].
+    async fn publish_summary(
+        &self,
+        event: &EventId,
+        summary: &DrawSummary,
+    ) -> Result<DrawPublished, LineupError> {
         let body = serde_json::to_string(summary).map_err(|_| malformed("draw summary"))?;
-        self.write_all(vec![item(event_pk(event), DRAW_SK, body)])
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", event_pk(event))
+            .item("sk", s(DRAW_SK))
+            .item("body", s(body))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => return Ok(DrawPublished::Published),
+            Err(SdkError::ServiceError(service))
+                if matches!(
+                    service.err(),
+                    PutItemError::ConditionalCheckFailedException(_)
+                ) => {}
+            Err(other) => return Err(store_error(other)),
+        }
+        let stored = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", event_pk(event))
+            .key("sk", s(DRAW_SK))
+            .consistent_read(true)
+            .send()
             .await
+            .map_err(store_error)?
+            .item;
+        let published: DrawSummary = stored
+            .as_ref()
+            .and_then(|item| text(item, "body"))
+            .ok_or_else(|| malformed("draw summary"))
+            .and_then(|body| serde_json::from_str(body).map_err(|_| malformed("draw summary")))?;
+        Ok(if published.same_draw(summary) {
+            DrawPublished::AlreadyPublished
+        } else {
+            DrawPublished::Conflict(Box::new(published))
+        })
     }
 
     async fn draw_summary(&self, event: &EventId) -> Result<Option<DrawSummary>, LineupError> {

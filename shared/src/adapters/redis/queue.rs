@@ -16,6 +16,7 @@ use redis::{AsyncCommands, Script};
 use crate::adapters::redis::connection::RedisConnection;
 use crate::adapters::redis::connection::RedisSettings;
 use crate::adapters::redis::keys::{EventKeys, OPEN_EVENTS};
+use crate::application::admit::{EntrantPages, PreQueueSize};
 use crate::application::error::LineupError;
 use crate::application::ports::event_records::EventRecord;
 use crate::application::ports::ledger::TicketLimits;
@@ -787,6 +788,50 @@ impl PlaceRestorer for RedisQueue {
     }
 }
 
+/// Pages of the closed pre-queue for the draw: each `SSCAN` page as it comes (the draw drops
+/// the repeats `SSCAN` may return), never the whole set in memory.
+#[async_trait]
+impl EntrantPages for RedisQueue {
+    async fn entrant_page(
+        &self,
+        event: &EventId,
+        cursor: u64,
+    ) -> Result<(u64, Vec<CustomerId>), LineupError> {
+        let keys = EventKeys::new(event);
+        let (next, page): (u64, Vec<String>) = redis::cmd("SSCAN")
+            .arg(&keys.entrants)
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(ENTRANTS_PAGE)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok((
+            next,
+            page.iter()
+                .filter_map(|raw| CustomerId::parse(raw).ok())
+                .collect(),
+        ))
+    }
+}
+
+/// `HGET entrants` once the pre-queue closed, else `SCARD` of the open pre-queue: one round trip.
+#[async_trait]
+impl PreQueueSize for RedisQueue {
+    async fn pre_queue_size(&self, event: &EventId) -> Result<u64, LineupError> {
+        let keys = EventKeys::new(event);
+        let (closed_with, open): (Option<u64>, u64) = redis::pipe()
+            .hget(&keys.settings, "entrants")
+            .scard(&keys.prequeue)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(closed_with.unwrap_or(open))
+    }
+}
+
+/// Customers an `SSCAN` page of the closed pre-queue asks for: about 200 KB a reply, a few
+/// milliseconds of Redis each.
+const ENTRANTS_PAGE: u64 = 5_000;
+
 impl RedisQueue {
     /// `SET key 1 NX PX ms`: `true` when this caller took it.
     async fn take_lock(&self, key: &str, for_how_long: Duration) -> Result<bool, LineupError> {
@@ -917,6 +962,9 @@ impl PreQueueDraw for RedisQueue {
         event: &EventId,
         numbers: &[(CustomerId, u64)],
     ) -> Result<(), LineupError> {
+        if numbers.is_empty() {
+            return Ok(());
+        }
         let keys = EventKeys::new(event);
         let mut connection = self.connection();
         // Batches of 5,000: each script is a few milliseconds, so joins and polls are not held up.

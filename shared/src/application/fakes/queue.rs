@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 
+use crate::application::admit::{EntrantPages, PreQueueSize};
 use crate::application::error::{LineupError, Store};
 use crate::application::fakes::outage::{Faulty, Outage};
 use crate::application::ports::event_records::EventRecord;
@@ -349,6 +350,11 @@ impl MemoryQueue {
     /// The next `calls` calls of `operation` (a port method's name) fail; other calls succeed.
     pub(crate) fn fail_next_of(&self, operation: &'static str, calls: u32) {
         self.lock().failing.insert(operation, calls);
+    }
+
+    /// The draw's lock lapses now, as when the admitter that took it died (120 s in Redis).
+    pub(crate) fn lapse_draw_lock(&self, event: &EventId) {
+        self.lock().locks.remove(&(event.clone(), Lock::Draw));
     }
 
     // --- Looking inside ---
@@ -704,6 +710,54 @@ impl StatusBoard for MemoryQueue {
             .events
             .get(event)
             .and_then(|known| known.status.as_ref().map(|(json, _)| json.clone())))
+    }
+}
+
+/// As `SSCAN`'s pages: [`FAKE_ENTRANT_PAGE`] customers a page, in id order, each page but the
+/// first starting again with the last customer of the one before (`SSCAN` may return a member
+/// twice; the draw must not count it twice). The cursor is the index of the page's first
+/// customer.
+#[async_trait]
+impl EntrantPages for MemoryQueue {
+    async fn entrant_page(
+        &self,
+        event: &EventId,
+        cursor: u64,
+    ) -> Result<(u64, Vec<CustomerId>), LineupError> {
+        let state = self.enter("entrant_page")?;
+        let Some(known) = state.events.get(event) else {
+            return Ok((0, Vec::new()));
+        };
+        let start = cursor as usize;
+        let page: Vec<CustomerId> = known
+            .entrant_set
+            .iter()
+            .skip(start)
+            .take(FAKE_ENTRANT_PAGE)
+            .cloned()
+            .collect();
+        let end = start + page.len();
+        let next = if end >= known.entrant_set.len() {
+            0
+        } else {
+            (end - 1) as u64
+        };
+        Ok((next, page))
+    }
+}
+
+/// Customers per page of [`MemoryQueue::entrant_page`]: small, so a few dozen entrants take
+/// several pages.
+const FAKE_ENTRANT_PAGE: usize = 7;
+
+/// `HGET entrants` once closed, else the open pre-queue's size.
+#[async_trait]
+impl PreQueueSize for MemoryQueue {
+    async fn pre_queue_size(&self, event: &EventId) -> Result<u64, LineupError> {
+        let state = self.enter("pre_queue_size")?;
+        Ok(state.events.get(event).map_or(0, |known| {
+            known.entrants.unwrap_or(known.prequeue.len() as u64)
+        }))
     }
 }
 

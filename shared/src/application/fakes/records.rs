@@ -19,7 +19,8 @@ use async_trait::async_trait;
 use crate::application::error::{LineupError, Store};
 use crate::application::fakes::outage::{Faulty, Outage};
 use crate::application::ports::event_records::{
-    AdmissionCursor, AuditEntry, AuditLog, DrawPublication, EventRecord, EventRecords, LayoutStore,
+    AdmissionCursor, AuditEntry, AuditLog, DrawPublication, DrawPublished, EventRecord,
+    EventRecords, LayoutStore,
 };
 use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::draw::{DrawChunk, DrawSeed, DrawSummary};
@@ -222,20 +223,60 @@ impl AuditLog for MemoryRecords {
 
 #[async_trait]
 impl DrawPublication for MemoryRecords {
-    /// The chunks (empty ones are not stored), then the summary.
+    /// Empty chunks are not stored.
+    async fn publish_chunks(
+        &self,
+        event: &EventId,
+        chunks: &[DrawChunk],
+    ) -> Result<(), LineupError> {
+        let mut state = self.enter("publish_chunks")?;
+        let items = state.events.entry(event.clone()).or_default();
+        for chunk in chunks.iter().filter(|chunk| !chunk.entries.is_empty()) {
+            items.chunks.insert(chunk.prefix.clone(), chunk.clone());
+        }
+        Ok(())
+    }
+
+    /// Written only when no summary is stored, as the adapter's conditional put.
+    async fn publish_summary(
+        &self,
+        event: &EventId,
+        summary: &DrawSummary,
+    ) -> Result<DrawPublished, LineupError> {
+        let mut state = self.enter("publish_summary")?;
+        let items = state.events.entry(event.clone()).or_default();
+        Ok(match &items.draw {
+            None => {
+                items.draw = Some(summary.clone());
+                DrawPublished::Published
+            }
+            Some(published) if published.same_draw(summary) => DrawPublished::AlreadyPublished,
+            Some(published) => DrawPublished::Conflict(Box::new(published.clone())),
+        })
+    }
+
+    /// As the provided method (chunks and summary only if no draw is published), in one call:
+    /// counted as `publish_draw`, not as the reads and writes it is made of.
     async fn publish_draw(
         &self,
         event: &EventId,
         summary: &DrawSummary,
         chunks: &[DrawChunk],
-    ) -> Result<(), LineupError> {
+    ) -> Result<DrawPublished, LineupError> {
         let mut state = self.enter("publish_draw")?;
         let items = state.events.entry(event.clone()).or_default();
+        if let Some(published) = &items.draw {
+            return Ok(if published.same_draw(summary) {
+                DrawPublished::AlreadyPublished
+            } else {
+                DrawPublished::Conflict(Box::new(published.clone()))
+            });
+        }
         for chunk in chunks.iter().filter(|chunk| !chunk.entries.is_empty()) {
             items.chunks.insert(chunk.prefix.clone(), chunk.clone());
         }
         items.draw = Some(summary.clone());
-        Ok(())
+        Ok(DrawPublished::Published)
     }
 
     async fn draw_summary(&self, event: &EventId) -> Result<Option<DrawSummary>, LineupError> {

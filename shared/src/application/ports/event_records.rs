@@ -215,16 +215,58 @@ pub trait LayoutStore: Send + Sync {
     }
 }
 
+/// What publishing a draw did. A published draw is never replaced: the same draw again changes
+/// nothing, another one is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DrawPublished {
+    /// Written now.
+    Published,
+    /// The same draw was published already (kept as it was, with its first publication time).
+    AlreadyPublished,
+    /// Another draw is published: nothing was written. It is the published one that stands.
+    Conflict(Box<DrawSummary>),
+}
+
 /// The published draw, served to the public through the CDN.
 #[async_trait]
 pub trait DrawPublication: Send + Sync {
-    /// Writes the summary last, so a summary that can be read means every chunk can be too.
+    /// Writes chunks of a draw whose summary is not published yet (empty chunks are not
+    /// stored: they are read as empty once the summary is). A big draw writes them in many
+    /// calls, then the summary once.
+    async fn publish_chunks(
+        &self,
+        event: &EventId,
+        chunks: &[DrawChunk],
+    ) -> Result<(), LineupError>;
+
+    /// Writes the summary, after every chunk, only if no summary is published: a conditional
+    /// write, so a draw made again after a failure or a cache loss (of another list, or of none)
+    /// never replaces the published one.
+    async fn publish_summary(
+        &self,
+        event: &EventId,
+        summary: &DrawSummary,
+    ) -> Result<DrawPublished, LineupError>;
+
+    /// A whole draw: if none is published, the chunks then the summary (last, so a summary that
+    /// can be read means every chunk can be too); if one is, nothing is written (the chunks of a
+    /// published draw are never overwritten).
     async fn publish_draw(
         &self,
         event: &EventId,
         summary: &DrawSummary,
         chunks: &[DrawChunk],
-    ) -> Result<(), LineupError>;
+    ) -> Result<DrawPublished, LineupError> {
+        if let Some(published) = self.draw_summary(event).await? {
+            return Ok(if published.same_draw(summary) {
+                DrawPublished::AlreadyPublished
+            } else {
+                DrawPublished::Conflict(Box::new(published))
+            });
+        }
+        self.publish_chunks(event, chunks).await?;
+        self.publish_summary(event, summary).await
+    }
 
     /// The published draw's summary; `None` when the draw is not published.
     async fn draw_summary(&self, event: &EventId) -> Result<Option<DrawSummary>, LineupError>;

@@ -323,7 +323,7 @@ async fn the_pre_queue_is_drawn_at_opening_published_once_then_admitted_in_draw_
     let admission = world.admission();
 
     assert_eq!(world.tick(&admission).await.admitted, 0, "before opening");
-    assert_eq!(world.records.calls("publish_draw"), 0);
+    assert_eq!(world.records.calls("publish_summary"), 0);
     assert_eq!(world.status(&event).await["state"], "pre_queue");
 
     world.clock.advance(secs(10));
@@ -332,7 +332,7 @@ async fn the_pre_queue_is_drawn_at_opening_published_once_then_admitted_in_draw_
         4,
         "drawn, then admitted at once"
     );
-    assert_eq!(world.records.calls("publish_draw"), 1);
+    assert_eq!(world.records.calls("publish_summary"), 1);
     assert!(
         world.records.number_ceiling(&event).unwrap() >= 6,
         "numbers durable first"
@@ -377,7 +377,7 @@ async fn the_pre_queue_is_drawn_at_opening_published_once_then_admitted_in_draw_
 
     world.clock.advance(secs(1));
     assert_eq!(world.tick(&admission).await.admitted, 2);
-    assert_eq!(world.records.calls("publish_draw"), 1, "published once");
+    assert_eq!(world.records.calls("publish_summary"), 1, "published once");
     assert_eq!(world.queue.calls("lock_draw"), 1, "drawn once");
 }
 
@@ -657,4 +657,257 @@ async fn a_scheduled_invocation_ticks_until_its_deadline_less_the_margin() {
     // The clock stands still: one bucket's worth over every tick.
     assert_eq!(summary.admitted, 5);
     assert_eq!(summary.failed_event_ticks, 0);
+}
+
+/// An event opening at `t0 + 10 s` with customers 1..=`entrants` in its pre-queue, admitting
+/// `rate` a second.
+async fn pre_queue(world: &World, name: &str, entrants: u64, rate: u32) -> EventId {
+    let event = world
+        .open(
+            name,
+            EventSettings {
+                admit_per_second: rate,
+                ..EventSettings::opening_at(t0() + secs(10))
+            },
+        )
+        .await;
+    for n in 1..=entrants {
+        world
+            .queue
+            .join(&event, &customer(n), world.now())
+            .await
+            .unwrap();
+    }
+    event
+}
+
+/// The draw is published, then putting its numbers in the queue fails: the tick fails.
+async fn open_with_a_failed_draw(world: &World, admission: &AdmissionLoop<'_>, event: &EventId) {
+    world.tick(admission).await;
+    world.clock.advance(secs(10));
+    world.queue.fail_next_of("write_numbers", 1);
+    let mut summary = AdmissionSummary::default();
+    let failed = admission.tick_once(&mut summary).await;
+    assert!(
+        matches!(failed, Err(LineupError::Unavailable { .. })),
+        "{failed:?}"
+    );
+    assert!(world.called(event).is_empty());
+}
+
+#[tokio::test]
+async fn a_cache_lost_after_a_failed_draw_keeps_the_published_draw_and_draws_nothing_again() {
+    let world = World::new();
+    let event = pre_queue(&world, "redraw", 40, 100).await;
+    let admission = world.admission();
+    let joined_at = world.now();
+    open_with_a_failed_draw(&world, &admission, &event).await;
+    let published = world
+        .records
+        .draw_summary(&event)
+        .await
+        .unwrap()
+        .expect("published before the numbers");
+    assert_eq!(published.entrants, 40);
+
+    // The next tick finds the draw taken: nothing drawn, nobody called, and the cursor says the
+    // pre-queue closed with 40 and is not drawn.
+    world.clock.advance(secs(1));
+    assert_eq!(world.tick(&admission).await.admitted, 0);
+    let cursor = world.records.cursor(&event).unwrap();
+    assert_eq!((cursor.entrants, cursor.drawn), (Some(40), false));
+
+    // The cache is lost (the entrant list with it) before the draw runs again.
+    world.queue.flush();
+    world.clock.advance(secs(1));
+    assert_eq!(world.tick(&admission).await.failed_event_ticks, 0);
+    assert_eq!(
+        world.records.calls("publish_summary"),
+        1,
+        "nothing published again"
+    );
+    let kept = world.records.draw_summary(&event).await.unwrap().unwrap();
+    assert_eq!(kept, published, "the published draw is as it was");
+    let status = world.status(&event).await;
+    assert_eq!(status["draw"]["entrants"], 40);
+    assert_eq!(status["draw"]["published"], true);
+    assert_eq!(status["draw"]["seed"], published.seed.as_str());
+    assert!(world.records.cursor(&event).unwrap().drawn);
+
+    // Entrants come back from their pre-queue tickets, at the published numbers.
+    let seed = world.records.event(&event).await.unwrap().unwrap().seed;
+    for n in [1, 17, 40] {
+        let ticket = QueueTicket {
+            number: None,
+            issued_at: joined_at,
+        };
+        let outcome = world
+            .restorer
+            .restore_ticket(&event, &customer(n), ticket, world.now())
+            .await;
+        assert_eq!(outcome.unwrap(), TicketRestore::Restored);
+        let number = world
+            .records
+            .drawn_number(&event, &seed.entrant(&customer(n)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            world.queue.waiting(&event).contains(&(number, customer(n))),
+            "customer {n} waits at {number}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_draw_run_again_after_its_publication_puts_the_published_numbers_in_the_queue() {
+    let world = World::new();
+    let event = pre_queue(&world, "again", 30, 10).await;
+    let admission = world.admission();
+    open_with_a_failed_draw(&world, &admission, &event).await;
+    let chunk_writes = world.records.calls("publish_chunks");
+    assert!(chunk_writes > 0);
+
+    // The admitter that took the draw is gone; another runs it again from the same entrants.
+    world.queue.lapse_draw_lock(&event);
+    world.clock.advance(secs(1));
+    assert_eq!(world.tick(&admission).await.admitted, 10);
+    assert_eq!(world.records.calls("publish_summary"), 1);
+    assert_eq!(
+        world.records.calls("publish_chunks"),
+        chunk_writes,
+        "no chunk written again"
+    );
+    let seed = world.records.event(&event).await.unwrap().unwrap().seed;
+    let mut numbered = world.queue.waiting(&event);
+    for called in world.called(&event) {
+        let number = world
+            .records
+            .drawn_number(&event, &seed.entrant(&called))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(number <= 10, "{called} was called at {number}");
+        numbered.push((number, called));
+    }
+    numbered.sort();
+    assert_eq!(numbered.len(), 30);
+    for (number, customer) in &numbered {
+        let published = world
+            .records
+            .drawn_number(&event, &seed.entrant(customer))
+            .await
+            .unwrap();
+        assert_eq!(published, Some(*number), "{customer}");
+    }
+    assert_eq!(
+        numbered.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        (1..=30).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test]
+async fn a_published_draw_is_never_replaced_and_the_same_draw_again_changes_nothing() {
+    use crate::application::ports::event_records::DrawPublished;
+    use crate::domain::draw;
+
+    let world = World::new();
+    let event = world.open("conditional", settings(5, 100)).await;
+    let seed = world.records.event(&event).await.unwrap().unwrap().seed;
+    let draw_of = |n: u64| draw::numbers(&seed, (1..=n).map(|n| seed.entrant(&customer(n))));
+    let (summary, chunks) = draw::publish(&draw_of(20), &event, &seed, t0());
+    assert_eq!(
+        world
+            .records
+            .publish_draw(&event, &summary, &chunks)
+            .await
+            .unwrap(),
+        DrawPublished::Published
+    );
+
+    // The same draw later: nothing changes, not even its publication time.
+    let (later, _) = draw::publish(&draw_of(20), &event, &seed, t0() + secs(60));
+    assert_eq!(
+        world.records.publish_summary(&event, &later).await.unwrap(),
+        DrawPublished::AlreadyPublished
+    );
+    // Another draw (one entrant fewer; none at all): refused, the published one returned.
+    for other in [19, 0] {
+        let (other, other_chunks) = draw::publish(&draw_of(other), &event, &seed, t0());
+        assert_eq!(
+            world.records.publish_summary(&event, &other).await.unwrap(),
+            DrawPublished::Conflict(Box::new(summary.clone()))
+        );
+        assert_eq!(
+            world
+                .records
+                .publish_draw(&event, &other, &other_chunks)
+                .await
+                .unwrap(),
+            DrawPublished::Conflict(Box::new(summary.clone()))
+        );
+    }
+    assert_eq!(
+        world.records.draw_summary(&event).await.unwrap(),
+        Some(summary)
+    );
+    for chunk in &chunks {
+        assert_eq!(
+            world
+                .records
+                .draw_chunk(&event, &chunk.prefix)
+                .await
+                .unwrap(),
+            Some(chunk.clone()),
+            "the published chunks stay"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_pre_queue_past_the_draws_limits_is_refused_and_nobody_is_numbered() {
+    use crate::application::admit::pre_queue_draw::DrawError;
+    use crate::application::admit::DrawLimits;
+
+    let world = World::new();
+    let event = pre_queue(&world, "too-big", 40, 10).await;
+    let mut admission = world.admission();
+    // 40 entrants need at least 40 × 26 bytes of disk.
+    admission.draw_limits = DrawLimits {
+        disk_bytes: 1_000,
+        ..DrawLimits::default()
+    };
+    // 1,000 bytes at 72 an entrant: 13 entrants expected to fit, the alarm from 11 (84%).
+    assert_eq!(admission.draw_limits.max_entrants(), 13);
+    assert_eq!(admission.draw_limits.percent_used(10), 76);
+    assert_eq!(admission.draw_limits.percent_used(11), 84);
+    world.tick(&admission).await;
+    world.clock.advance(secs(10));
+    let refused = admission
+        .tick_event(&event, world.now())
+        .await
+        .expect_err("refused");
+    let LineupError::Failed { source, .. } = &refused else {
+        panic!("{refused:?}");
+    };
+    assert!(
+        matches!(
+            source.downcast_ref::<DrawError>(),
+            Some(DrawError::DiskBudget {
+                needed: 1_040,
+                budget: 1_000
+            })
+        ),
+        "{source:?}"
+    );
+    assert_eq!(world.records.calls("publish_chunks"), 0);
+    assert_eq!(world.records.calls("publish_summary"), 0);
+    assert!(world.queue.waiting(&event).is_empty());
+    assert!(world.called(&event).is_empty());
+
+    // With the limits raised, the next admitter draws it.
+    world.queue.lapse_draw_lock(&event);
+    let admission = world.admission();
+    assert_eq!(world.tick(&admission).await.admitted, 10);
+    assert_eq!(world.queue.waiting(&event).len(), 30);
 }

@@ -496,3 +496,69 @@ async fn reserving_through_a_draw_writes_only_when_needed_and_never_lowers_the_c
     );
     assert_eq!(world.records.number_ceiling(&event), Some(164));
 }
+
+#[tokio::test]
+async fn a_cache_lost_after_the_draw_was_published_is_reloaded_drawn_from_the_published_draw() {
+    use crate::application::ports::queue::TickMode;
+
+    let world = World::new();
+    // The draw was published, then its numbers failed: the cursor says closed with 3, not
+    // drawn (and the published draw has 4: the published one is what stands).
+    let cursor = AdmissionCursor {
+        entrants: Some(3),
+        drawn: false,
+        ..AdmissionCursor::default()
+    };
+    let drawn = lost(
+        &world,
+        "published-not-drawn",
+        settings(7, 300),
+        cursor.clone(),
+    )
+    .await;
+    let seed = world.records.event(&drawn).await.unwrap().unwrap().seed;
+    let published = draw::numbers(&seed, (1..=4).map(|n| seed.entrant(&customer(n))));
+    let (summary, chunks) = draw::publish(&published, &drawn, &seed, at(60));
+    world
+        .records
+        .publish_draw(&drawn, &summary, &chunks)
+        .await
+        .unwrap();
+    let reads = world.records.calls("draw_summary");
+
+    assert!(world.restorer.restore_event(&drawn, t0()).await.unwrap());
+    assert_eq!(world.records.calls("draw_summary"), reads + 1);
+    let plan = world
+        .queue
+        .tick(&drawn, t0(), TickMode::Plan)
+        .await
+        .unwrap();
+    assert!(!plan.needs_draw, "never drawn again");
+    assert!(plan.drawn);
+    assert_eq!(plan.status.entrants, Some(4), "the published count");
+    let status = plan.status.status(drawn.as_str(), t0());
+    assert!(status.draw.published);
+    assert_eq!(status.draw.seed.as_deref(), Some(seed.reveal()));
+
+    // Not published: re-loaded as the cursor says, and drawn by the next tick.
+    let undrawn = lost(&world, "not-published", settings(7, 300), cursor).await;
+    assert!(world.restorer.restore_event(&undrawn, t0()).await.unwrap());
+    let plan = world
+        .queue
+        .tick(&undrawn, t0(), TickMode::Plan)
+        .await
+        .unwrap();
+    assert!(plan.needs_draw);
+    assert_eq!(plan.status.entrants, Some(3));
+
+    // A cursor that says drawn costs no read of the draw.
+    let reads = world.records.calls("draw_summary");
+    let done = AdmissionCursor {
+        entrants: Some(4),
+        drawn: true,
+        ..AdmissionCursor::default()
+    };
+    let finished = lost(&world, "drawn", settings(7, 300), done).await;
+    assert!(world.restorer.restore_event(&finished, t0()).await.unwrap());
+    assert_eq!(world.records.calls("draw_summary"), reads);
+}
