@@ -1,7 +1,15 @@
 // Waiting without asking the server: reading the public status the CDN serves, ever less often
 // the further back the number, and finding a pre-queue number in the published draw.
+//
+// No cadence is shared by the crowd (as shared/src/domain/wait_policy.rs): each read this page
+// schedules itself comes at a random moment within ±20 % of the policy's interval; before
+// opening, the pre-queue reads once just after the opening, at a moment of its own within 10 s,
+// not every 5 s through the last minute; and once the draw is published, the chunk is fetched at
+// a moment of its own within the status's `chunkFetchWindowSeconds`. A status or chunk read that
+// fails (429, 5xx, no answer) is retried with exponential backoff and jitter, never replaced by a
+// poll of the origin: only a chunk that does not list us sends us to the server.
 
-import { CHUNK_FETCH_SPREAD_S, DEFAULT_POLL_S, MAX_STATUS_READ_S } from './config.js';
+import { DEFAULT_POLL_S, MAX_STATUS_READ_S } from './config.js';
 import { el } from './dom.js';
 import { serverNow, state } from './state.js';
 import { later, withJitter } from './timers.js';
@@ -10,10 +18,25 @@ import { clearNotice, notify } from './notice.js';
 import { setPhase } from './phase.js';
 import { endQueue, learnNumber, pollQueue, showPlace, showPreQueue } from './queue.js';
 
-/** The status is read again after `seconds` (a small jitter added, so a crowd does not read in
- *  lockstep); once the page is visible again if it is hidden then. */
+// The read policy's numbers, as wait_policy.rs has them (tests/page_read_policy.rs checks).
+export const READ_JITTER = 0.2; // STATUS_READ_JITTER: each read within ±20 % of its interval
+export const OPENING_READ_SPREAD_S = 10; // OPENING_READ_SPREAD: the pre-queue's read after opening
+export const MIN_PRE_QUEUE_READ_S = 60; // MIN_PRE_QUEUE_INTERVAL: before opening, at most once a minute
+export const CHUNK_FETCH_SHARE_OF_CLAIM_WINDOW = 3; // without chunkFetchWindowSeconds: a third
+export const MAX_CHUNK_FETCH_WINDOW_S = 30; // ... and at most this
+// A failed status or chunk read is tried again after 1–2 s, then 2–4 s, 4–8 s... at most 30–60 s
+// (half the doubling ceiling plus a random half of it), and never sooner than its Retry-After.
+export const BACKOFF_FIRST_S = 2;
+export const BACKOFF_MAX_S = 60;
+
+/** The status is read again after a server-given `seconds` (`Retry-After`: up to 20 % added,
+ *  as the contract asks); once the page is visible again if it is hidden then. */
 export function scheduleStatusRead(seconds) {
-  later('poll', withJitter(seconds), () => {
+  scheduleStatusReadIn(withJitter(seconds));
+}
+
+function scheduleStatusReadIn(ms) {
+  later('poll', ms, () => {
     if (document.visibilityState === 'hidden') {
       state.pollDeferred = true;
       return;
@@ -21,6 +44,40 @@ export function scheduleStatusRead(seconds) {
     readStatus();
   });
 }
+
+/** `seconds` moved to a random moment within ±20 % of it, in ms (as `wait_policy::jittered`). */
+export function jitteredMs(seconds) {
+  return seconds * (1 - READ_JITTER + 2 * READ_JITTER * Math.random()) * 1000;
+}
+
+/** When a pre-queue entrant reads next, `untilOpening` seconds before the opening, in ms (as
+ *  `wait_policy::next_pre_queue_read`): the jittered tenth of it, at least a minute, while that
+ *  read comes before the opening; otherwise once, at a random moment within 10 s after it. */
+export function preQueueReadMs(untilOpening) {
+  const readMs = jitteredMs(Math.max(nextRead(untilOpening), MIN_PRE_QUEUE_READ_S));
+  if (readMs < untilOpening * 1000) return readMs;
+  return (Math.max(0, untilOpening) + Math.random() * OPENING_READ_SPREAD_S) * 1000;
+}
+
+/** How long to wait before trying a failed read again, after `failures` failures before this
+ *  one: exponential backoff with jitter, and never sooner than `retryAfter` seconds (plus up to
+ *  20 %) when the answer said so. */
+export function backoffMs(failures, retryAfter) {
+  const ceiling = Math.min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** Math.min(failures, 10));
+  const wait = ceiling / 2 + Math.random() * (ceiling / 2);
+  const floor = Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * (1 + Math.random() * 0.2) : 0;
+  return Math.max(wait, floor) * 1000;
+}
+
+/** `Retry-After` in seconds, if the answer has a usable one. */
+function retryAfterOf(response) {
+  const seconds = Number(response.headers.get('Retry-After'));
+  return Number.isFinite(seconds) && seconds > 0 ? seconds : undefined;
+}
+
+// Consecutive failed status reads, and chunk reads (each set back to 0 by a good answer).
+let statusFailures = 0;
+let chunkFailures = 0;
 
 /** Seconds until `number` is called at the status's pace (as `EventStatus::eta`). */
 function etaFor(status, number) {
@@ -54,20 +111,23 @@ export async function readStatus() {
   try {
     const response = await fetch(`/events/${enc(state.eventId)}/status`, { headers: { Accept: 'application/json' } });
     if (response.status !== 200) {
-      const retry = Number(response.headers.get('Retry-After'));
+      // 429 (the WAF's per-IP limit, API Gateway's throttle), 5xx, a 404 while the event is
+      // being set up: the same status again, later and later.
       if (response.status === 503) {
         const data = await response.json().catch(() => null);
         if (data?.error?.code === 'queue_recovering') notify(RECOVERING, 'info', { code: 'queue_recovering' });
       }
-      scheduleStatusRead(Number.isFinite(retry) && retry > 0 ? retry : DEFAULT_POLL_S);
+      scheduleStatusReadIn(backoffMs(statusFailures++, retryAfterOf(response)));
       return;
     }
     status = await response.json();
   } catch {
-    notify(`${UNREACHABLE} trying again in ${DEFAULT_POLL_S} seconds.`, 'error');
-    scheduleStatusRead(DEFAULT_POLL_S);
+    const delay = backoffMs(statusFailures++);
+    notify(`${UNREACHABLE} trying again in ${Math.ceil(delay / 1000)} seconds.`, 'error');
+    scheduleStatusReadIn(delay);
     return;
   }
+  statusFailures = 0;
   if (state.phase !== 'waiting') return;
   if (el.message.dataset.kind === 'error') clearNotice();
   if (restoreToAnswer(status)) {
@@ -97,46 +157,66 @@ export async function readStatus() {
   if (number !== null) {
     const eta = etaFor(status, number);
     showPlace(number, Number(status.servingUpTo) || 0, eta);
-    scheduleStatusRead(nextRead(eta));
+    scheduleStatusReadIn(jitteredMs(nextRead(eta)));
     return;
   }
   const prefixLength = Number(status.draw?.prefixLength);
   if (status.draw?.published && Number.isInteger(prefixLength) && state.entrant) {
     showPreQueue({ drawPublished: true });
-    // Spread over a few seconds so that a big pre-queue does not fetch its chunks at once;
-    // within a quarter of the claim window, as the first numbers are called at once.
-    const spread = Math.min(CHUNK_FETCH_SPREAD_S, (Number(status.claimWindowSeconds) || 60) / 4);
-    later('poll', Math.random() * spread * 1000, () => findNumber(prefixLength));
+    // The pre-queue's fetches spread over the window the status gives (short enough that the
+    // first numbers called are claimed in time), not all in the first seconds.
+    later('poll', Math.random() * chunkFetchWindow(status) * 1000, () => findNumber(prefixLength));
     return;
   }
   const untilOpening = Math.max(0, (Date.parse(status.opensAt) - serverNow()) / 1000) || 0;
   showPreQueue({ opensAt: status.opensAt, etaSeconds: untilOpening });
-  scheduleStatusRead(status.state === 'pre_queue' ? nextRead(untilOpening) : DEFAULT_POLL_S);
+  // Before opening: the pre-queue's own reads; after it (the draw about to be published): 5 s.
+  scheduleStatusReadIn(status.state === 'pre_queue' ? preQueueReadMs(untilOpening) : jitteredMs(DEFAULT_POLL_S));
+}
+
+/** The seconds within which to fetch our chunk, as the status says (`chunkFetchWindowSeconds`),
+ *  else a third of the claim window, at most 30 s (as `wait_policy::chunk_fetch_window`). */
+function chunkFetchWindow(status) {
+  const given = Number(status.chunkFetchWindowSeconds);
+  if (Number.isFinite(given) && given >= 0) return Math.min(given, MAX_CHUNK_FETCH_WINDOW_S);
+  const claim = Number(status.claimWindowSeconds) || 60;
+  return Math.min(MAX_CHUNK_FETCH_WINDOW_S, claim / CHUNK_FETCH_SHARE_OF_CLAIM_WINDOW);
 }
 
 /** Our number in the published draw: the chunk of entrants sharing our hash's first digits.
- *  Only if it does not list us (we left) does the server decide. */
+ *  Only a chunk that does not list us (we left before the draw) sends us to the server; a chunk
+ *  that could not be read (429, 5xx, no answer, not JSON) is read again after a backoff. */
 async function findNumber(prefixLength) {
   const entrant = state.entrant;
   if (state.phase !== 'waiting' || !entrant) return;
-  let found = null;
+  let chunk;
   try {
     const response = await fetch(`/events/${enc(state.eventId)}/draw/${enc(entrant.slice(0, prefixLength))}`,
       { headers: { Accept: 'application/json' } });
-    if (response.status === 200) {
-      const chunk = await response.json();
-      const entry = Array.isArray(chunk?.entries) ? chunk.entries.find((e) => Array.isArray(e) && e[0] === entrant) : null;
-      if (entry && Number.isInteger(entry[1])) found = entry[1];
+    if (response.status !== 200) {
+      retryChunk(prefixLength, retryAfterOf(response));
+      return;
     }
+    chunk = await response.json();
   } catch {
-    scheduleStatusRead(DEFAULT_POLL_S); // read the status again, then fetch again
+    retryChunk(prefixLength);
     return;
   }
-  if (found === null) {
-    pollQueue();
+  if (!Array.isArray(chunk?.entries)) {
+    retryChunk(prefixLength);
     return;
   }
-  learnNumber(found);
-  notify(`The draw is published: your number is ${found.toLocaleString()}.`, 'info');
+  chunkFailures = 0;
+  const entry = chunk.entries.find((e) => Array.isArray(e) && e[0] === entrant);
+  if (!entry || !Number.isInteger(entry[1])) {
+    pollQueue(); // the draw does not list us: the server says where we stand
+    return;
+  }
+  learnNumber(entry[1]);
+  notify(`The draw is published: your number is ${entry[1].toLocaleString()}.`, 'info');
   readStatus(); // where the queue is now
+}
+
+function retryChunk(prefixLength, retryAfter) {
+  later('poll', backoffMs(chunkFailures++, retryAfter), () => findNumber(prefixLength));
 }

@@ -92,6 +92,11 @@ pub enum EndpointError {
         ProfileName(None)
     )]
     Credentials(#[source] aws_credential_types::provider::error::CredentialsError),
+    #[error(
+        "could not learn who you are from AWS (STS GetCallerIdentity): an operator's change is \
+         recorded under the caller's AWS identity, and is not made without it"
+    )]
+    Identity(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("the Redis URL {url:?} is not usable")]
     Redis {
         url: String,
@@ -135,6 +140,25 @@ impl AwsTarget {
             Self::Local(settings) => dynamodb_streams(settings),
             Self::Aws(config) => aws_sdk_dynamodbstreams::Client::new(config),
         }
+    }
+
+    /// The caller's AWS identity, its ARN (e.g. `arn:aws:sts::123456789012:assumed-role/Ops/alice`),
+    /// as STS's GetCallerIdentity answers for the credentials every other request is signed with:
+    /// what the audit trail records an operator's change under. Nothing the caller sets (an
+    /// environment variable, a flag) can change it.
+    pub async fn caller_identity(&self) -> Result<String, EndpointError> {
+        let client = match self {
+            Self::Local(settings) => sts(settings),
+            Self::Aws(config) => aws_sdk_sts::Client::new(config),
+        };
+        let identity = client
+            .get_caller_identity()
+            .send()
+            .await
+            .map_err(|error| EndpointError::Identity(Box::new(error)))?;
+        identity
+            .arn
+            .ok_or_else(|| EndpointError::Identity("STS answered without an ARN".into()))
     }
 
     pub fn sqs(&self) -> aws_sdk_sqs::Client {
@@ -217,6 +241,11 @@ impl EndpointArgs {
         }
     }
 
+    /// Who is calling, for the audit trail ([`AwsTarget::caller_identity`]).
+    pub async fn operator(&self) -> Result<String, EndpointError> {
+        self.aws_target().await?.caller_identity().await
+    }
+
     /// The events table: durable settings, cursors, the audit trail and published draws.
     pub async fn records(&self) -> Result<DynamoEventRecords, EndpointError> {
         Ok(DynamoEventRecords::new(
@@ -243,6 +272,21 @@ impl EndpointArgs {
             source,
         })
     }
+}
+
+/// An STS client (only the CLI asks who its caller is), built like the library's other clients.
+pub fn sts(settings: &AwsSettings) -> aws_sdk_sts::Client {
+    use aws_sdk_sts::config::{BehaviorVersion, Region};
+    let mut config = aws_sdk_sts::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(settings.region.clone()))
+        .credentials_provider(settings.credentials.clone())
+        .http_client(lineup::adapters::aws::http_client())
+        .timeout_config(lineup::adapters::aws::timeouts(settings));
+    if let Some(endpoint) = &settings.endpoint_url {
+        config = config.endpoint_url(endpoint);
+    }
+    aws_sdk_sts::Client::from_conf(config.build())
 }
 
 /// A DynamoDB Streams client (only the local tools read streams directly; in AWS the event

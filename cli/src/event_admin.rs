@@ -9,6 +9,7 @@
 use std::time::{Duration, SystemTime};
 
 use lineup::adapters::dynamo::DynamoLedger;
+use lineup::application::admit::PreQueueSize;
 use lineup::application::error::LineupError;
 use lineup::application::ports::event_records::{
     AdmissionCursor, AuditEntry, AuditLog, EventRecords,
@@ -92,11 +93,28 @@ pub enum AdminError {
     ZeroTicketLimit,
     #[error("--ticket-limit and --no-ticket-limit contradict each other")]
     ConflictingTicketLimit,
+    #[error(
+        "event {event} has {entrants} customers in its pre-queue: its opening ({opens_at}) cannot \
+         move any more, or whoever moves it could choose the moment the pre-queue closes, and \
+         with it the draw (docs/decisions/0023-a-draw-nobody-can-steer.md)"
+    )]
+    OpeningFixed {
+        event: String,
+        entrants: u64,
+        opens_at: String,
+    },
     #[error(transparent)]
     Lineup(#[from] LineupError),
 }
 
 impl SettingsChange {
+    /// The opening this change moves `current` to, if it moves it (to the millisecond, as the
+    /// events table keeps it).
+    fn moved_opening(&self, current: &EventSettings, now: SystemTime) -> Option<SystemTime> {
+        let opens_at = self.opens_at?.resolve(now);
+        (unix_millis(opens_at) != unix_millis(current.opens_at)).then_some(opens_at)
+    }
+
     fn apply(
         &self,
         mut settings: EventSettings,
@@ -205,6 +223,8 @@ pub struct EventAdmin<'a> {
     /// Re-loads an event the cache lost before changing it (never a fresh start at number 0).
     pub restorer: &'a dyn PlaceRestorer,
     pub audit: &'a dyn AuditLog,
+    /// How many are in the pre-queue: once anyone is, the opening does not move (ADR 0023).
+    pub pre_queue: &'a dyn PreQueueSize,
     /// Who is making the change, for the audit trail.
     pub operator: String,
 }
@@ -223,6 +243,7 @@ impl<'a> EventAdmin<'a> {
             records,
             restorer: queue,
             audit: records,
+            pre_queue: queue,
             operator: operator.into(),
         }
     }
@@ -254,9 +275,12 @@ impl EventAdmin<'_> {
             .ok_or_else(|| AdminError::UnknownEvent(event.as_str().to_owned()))
     }
 
-    /// Writes `settings` everywhere, publishes the status and records the change. An existing
-    /// event the cache lost is re-loaded from its record first (its cursor, its number ceiling,
-    /// the restore mark that lets customers' tickets put them back), then changed.
+    /// Records the change in the audit trail, then writes `settings` everywhere and publishes
+    /// the status: the entry comes first, so no change is ever applied that the trail does not
+    /// name (a change that then fails leaves its entry, followed by a `<action>-failed` one when
+    /// that can still be written). An existing event the cache lost is re-loaded from its record
+    /// first (its cursor, its number ceiling, the restore mark that lets customers' tickets put
+    /// them back), then changed.
     async fn apply(
         &self,
         event: &EventId,
@@ -265,15 +289,56 @@ impl EventAdmin<'_> {
         action: &str,
         now: SystemTime,
     ) -> Result<(), AdminError> {
+        // Whether the event existed before this change (asked before its own entry is written).
+        let lost_from_cache = self.store.settings(event).await?.is_none();
+        let had_history = lost_from_cache && !self.audit.history(event).await?.is_empty();
+        self.record(
+            event,
+            action,
+            serde_json::json!({ "settings": describe(event, settings) }),
+            now,
+        )
+        .await?;
+        let applied = self
+            .write_settings(
+                event,
+                settings,
+                closed_reason,
+                lost_from_cache,
+                had_history,
+                now,
+            )
+            .await;
+        if let Err(failure) = &applied {
+            let detail = serde_json::json!({ "error": failure.to_string() });
+            let failed = format!("{action}-failed");
+            // A millisecond later: entries of the same millisecond are listed in no order.
+            let after = now + std::time::Duration::from_millis(1);
+            if let Err(error) = self.record(event, &failed, detail, after).await {
+                tracing::warn!(event = %event, error = %error, "could not record that the change failed");
+            }
+        }
+        applied
+    }
+
+    async fn write_settings(
+        &self,
+        event: &EventId,
+        settings: &EventSettings,
+        closed_reason: Option<ClosedReason>,
+        lost_from_cache: bool,
+        had_history: bool,
+        now: SystemTime,
+    ) -> Result<(), AdminError> {
         let seed = self
             .records
             .save_settings(event, settings, closed_reason.map(ClosedReason::as_str))
             .await?;
-        if self.store.settings(event).await?.is_none() {
+        if lost_from_cache {
             if let Some(record) = self.records.event(event).await? {
                 let existed = record.cursor != AdmissionCursor::default()
                     || record.number_ceiling > 0
-                    || !self.audit.history(event).await?.is_empty();
+                    || had_history;
                 if existed && self.restorer.restore_event(event, &record, now).await? {
                     tracing::warn!(event = %event, "the cache had lost the event: re-loaded from DynamoDB before the change");
                 }
@@ -290,13 +355,7 @@ impl EventAdmin<'_> {
         if let Err(error) = self.admitter.publish_tick(event, now).await {
             tracing::warn!(event = %event, error = %error, "could not publish the status");
         }
-        self.record(
-            event,
-            action,
-            serde_json::json!({ "settings": describe(event, settings) }),
-            now,
-        )
-        .await
+        Ok(())
     }
 
     /// Keeps one operator action in the audit trail.
@@ -317,6 +376,38 @@ impl EventAdmin<'_> {
         Ok(())
     }
 
+    /// Refuses a change that moves the opening of an event with anyone in its pre-queue (open,
+    /// or closed with entrants, in the cache or as the durable cursor recorded it): whoever could
+    /// move it while watching the pre-queue, knowing the seed, could pick the moment it closes,
+    /// and so the list the draw is made from (ADR 0023).
+    async fn keep_opening_fixed(
+        &self,
+        event: &EventId,
+        current: &EventSettings,
+        change: &SettingsChange,
+        now: SystemTime,
+    ) -> Result<(), AdminError> {
+        if change.moved_opening(current, now).is_none() {
+            return Ok(());
+        }
+        let in_cache = self.pre_queue.pre_queue_size(event).await?;
+        let durable = self
+            .records
+            .event(event)
+            .await?
+            .and_then(|record| record.cursor.entrants)
+            .unwrap_or(0);
+        let entrants = in_cache.max(durable);
+        if entrants > 0 {
+            return Err(AdminError::OpeningFixed {
+                event: event.as_str().to_owned(),
+                entrants,
+                opens_at: humantime::format_rfc3339_seconds(current.opens_at).to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// Opens the event's queue (creating the event, with defaults for what `change` leaves out).
     pub async fn open(
         &self,
@@ -328,7 +419,11 @@ impl EventAdmin<'_> {
             Some((_, reason)) if is_cancelled(reason.as_deref()) => {
                 return Err(AdminError::Cancelled(event.as_str().to_owned()))
             }
-            Some((settings, _)) => settings,
+            Some((settings, _)) => {
+                self.keep_opening_fixed(event, &settings, change, now)
+                    .await?;
+                settings
+            }
             None => EventSettings::opening_at(now),
         };
         let mut settings = change.apply(current, now)?;
@@ -348,6 +443,8 @@ impl EventAdmin<'_> {
         if is_cancelled(reason.as_deref()) {
             return Err(AdminError::Cancelled(event.as_str().to_owned()));
         }
+        self.keep_opening_fixed(event, &current, change, now)
+            .await?;
         let settings = change.apply(current, now)?;
         let reason = reason.as_deref().and_then(ClosedReason::parse);
         self.apply(event, &settings, reason, "set", now).await?;
@@ -522,6 +619,42 @@ mod tests {
         assert!(matches!(zero.apply(base, now), Err(AdminError::ZeroLimit)));
         assert!(parse_opens_at("2026-12-01T10:00:00Z").is_ok());
         assert!(parse_opens_at("tomorrow").is_err());
+    }
+
+    #[test]
+    fn a_change_moves_the_opening_only_when_it_names_another_millisecond() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let current = EventSettings::opening_at(now + Duration::from_secs(600));
+        let none = SettingsChange {
+            rate: Some(10),
+            ..SettingsChange::default()
+        };
+        assert_eq!(none.moved_opening(&current, now), None);
+        let same = SettingsChange {
+            opens_at: Some(OpensAt::At(current.opens_at + Duration::from_micros(300))),
+            ..SettingsChange::default()
+        };
+        assert_eq!(
+            same.moved_opening(&current, now),
+            None,
+            "the same millisecond"
+        );
+        let later = SettingsChange {
+            opens_at: Some(parse_opens_at("+11m").unwrap()),
+            ..SettingsChange::default()
+        };
+        assert_eq!(
+            later.moved_opening(&current, now),
+            Some(now + Duration::from_secs(660))
+        );
+        let error = AdminError::OpeningFixed {
+            event: "gala".into(),
+            entrants: 3,
+            opens_at: "2027-01-15T08:10:00Z".into(),
+        };
+        assert!(error
+            .to_string()
+            .starts_with("event gala has 3 customers in its pre-queue: its opening (2027-01-15T08:10:00Z) cannot move"));
     }
 
     #[test]

@@ -56,7 +56,10 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Seed(args) => seed(args).await?,
         Command::Event {
             action: EventAction::Cancel(args),
-        } => return event_cancellation::run(&args, operator()).await,
+        } => {
+            let operator = args.endpoints.operator().await?;
+            return event_cancellation::run(&args, operator).await;
+        }
         Command::Event { action } => event(action).await?,
         Command::Secrets { action } => println!("{}", secret_revocation::run(&action).await?),
         Command::Payments { action } => println!("{}", payment_reconciliation::run(&action).await?),
@@ -91,13 +94,6 @@ fn event_id(raw: &str) -> Result<EventId, Failure> {
     EventId::parse(raw).map_err(|_| format!("{raw:?} is not a valid event id").into())
 }
 
-/// Who is making a change, for the audit trail: `LINEUP_OPERATOR`, else the login name.
-fn operator() -> String {
-    std::env::var("LINEUP_OPERATOR")
-        .or_else(|_| std::env::var("USER"))
-        .unwrap_or_else(|_| "unknown".to_owned())
-}
-
 async fn seed(args: SeedArgs) -> Result<(), Failure> {
     let event = event_id(&args.event)?;
     let layout = args.venue.layout()?;
@@ -110,8 +106,8 @@ async fn seed(args: SeedArgs) -> Result<(), Failure> {
     let now = SystemTime::now();
     let queue = args.endpoints.queue()?;
     let started = std::time::Instant::now();
-    event_admin::seed(&ledger, &records, &queue, &event, &layout, now).await?;
-    let admin = admin(&queue, &records);
+    // Who seeds, recorded before the seats are written.
+    let admin = admin(&queue, &records, args.endpoints.operator().await?);
     admin
         .record(
             &event,
@@ -120,6 +116,7 @@ async fn seed(args: SeedArgs) -> Result<(), Failure> {
             now,
         )
         .await?;
+    event_admin::seed(&ledger, &records, &queue, &event, &layout, now).await?;
     println!(
         "seeded {} seats for event {event} (layout {}) in {:.1} s",
         layout.seat_count(),
@@ -132,8 +129,9 @@ async fn seed(args: SeedArgs) -> Result<(), Failure> {
 fn admin<'a>(
     queue: &'a RedisQueue,
     records: &'a DynamoEventRecords,
+    operator: String,
 ) -> event_admin::EventAdmin<'a> {
-    event_admin::EventAdmin::new(queue, records, operator())
+    event_admin::EventAdmin::new(queue, records, operator)
 }
 
 async fn event(action: EventAction) -> Result<(), Failure> {
@@ -155,7 +153,12 @@ async fn event(action: EventAction) -> Result<(), Failure> {
     // DynamoDB first: with `--aws`, a sign-in or region problem is reported before anything.
     let records = endpoints.records().await?;
     let queue = endpoints.queue()?;
-    let admin = admin(&queue, &records);
+    // A change is recorded under the caller's AWS identity (STS); reading changes nothing.
+    let operator = match &action {
+        EventAction::History { .. } | EventAction::Show { .. } => "(reading)".to_owned(),
+        _ => endpoints.operator().await?,
+    };
+    let admin = admin(&queue, &records, operator);
     let settings = match &action {
         EventAction::Open { change, .. } => admin.open(&event, change, now).await?,
         EventAction::Set { change, .. } => admin.set(&event, change, now).await?,

@@ -18,6 +18,11 @@
 //      LINEUP_BIN, default target/debug/lineup): her page says the draw happens at opening,
 //      survives a reload by polling with the stored ticket (no second join), then shows her
 //      number from the published draw and claims it; the wait cost the server 3 requests.
+//   f. Erin joins another event before it opens, behind a CDN that fails her: one status read
+//      answered 503, her draw chunk answered 429, 429, then 503 (`page.route`). Her page reads
+//      the status and the chunk again after growing, jittered pauses, never asks the origin
+//      instead (no poll before her number is known), shows the number the draw gives her and
+//      claims it.
 //
 // Run: (cd tests/browser && npm install) once, then `node --test tests/browser/` from the repo
 // root. Screenshots go to target/browser/.
@@ -48,8 +53,9 @@ const SOLD_MS = 30_000;
 const OPENS_IN_S = 20; // Carol's event opens this long after it is made
 const BIG_EVENT_SEATS = 20_000; // Dana's scenario: the demo event is at least this big
 const ROWS_PER_PAGE = 25; // the page shows one section this many rows at a time
-// Opening, the draw (a tick), its publication in the status (the next tick), a status read
-// (5 s apart), the random pause before the chunk fetch (up to 10 s), and slack for moto.
+// Opening, the draw (a tick), its publication in the status (the next tick), the pre-queue's
+// read after opening (within 10 s) or the next one (4-6 s), the random pause before the chunk
+// fetch (within the status's chunkFetchWindowSeconds: 5 s for a small draw), and slack for moto.
 const NUMBER_MS = (OPENS_IN_S + 60) * 1000;
 
 const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
@@ -492,6 +498,109 @@ test('pre-queue in the browser: the draw at opening, a reload that keeps the tic
       assert.equal(await carol.page.evaluate((key) => localStorage.getItem(key), ticketKey(event, carol.name)), null);
     });
 
+    for (const person of people) {
+      assert.deepEqual(person.errors, [], `${person.name}'s page threw: ${person.errors.join('; ')}`);
+    }
+  } finally {
+    await browser.close();
+  }
+});
+
+test('pre-queue behind a failing CDN: the status and the chunk read again after backoffs, never the origin instead', { timeout: 300_000 }, async () => {
+  const info = await devInfo();
+  await mkdir(SHOTS, { recursive: true });
+  const event = `flaky-${suffix()}`;
+  await lineup(info, ['seed', '--event', event, '--seats', '20']);
+  await lineup(info, ['event', 'open', event, '--opens-at', `+${OPENS_IN_S}s`]);
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const people = [];
+  try {
+    const erin = await customer(browser, `erin-${suffix()}`, PHONE, people);
+    // The CDN, failing: the second status read (the first after opening) a 503, the first three
+    // chunk reads a 429 (the WAF's body, no Retry-After: API Gateway's throttle), another 429,
+    // then a 503 with Retry-After: 1. Every read is timed.
+    const statusReads = [];
+    const chunkReads = [];
+    const failing = { 2: { status: 503, retryAfter: '1', body: { error: { code: 'service_unavailable', message: 'the service is briefly unavailable; retry after the Retry-After delay' } } } };
+    const failingChunk = {
+      1: { status: 429, body: { message: 'Too Many Requests' } },
+      2: { status: 429, body: { message: 'Too Many Requests' } },
+      3: { status: 503, retryAfter: '1', body: { error: { code: 'service_unavailable', message: 'the service is briefly unavailable; retry after the Retry-After delay' } } },
+    };
+    const answer = (route, failure) => route.fulfill({
+      status: failure.status,
+      contentType: 'application/json',
+      headers: failure.retryAfter ? { 'Retry-After': failure.retryAfter } : {},
+      body: JSON.stringify(failure.body),
+    });
+    const queueRequests = []; // the origin's queue routes: the join, a poll (the claim)
+    erin.page.on('request', (request) => {
+      if (/\/queue(\/[^/]+)?$/.test(new URL(request.url()).pathname)) queueRequests.push({ method: request.method(), at: Date.now() });
+    });
+    await erin.page.route((url) => /^\/events\/[^/]+\/status$/.test(url.pathname), (route) => {
+      statusReads.push(Date.now());
+      const failure = failing[statusReads.length];
+      return failure ? answer(route, failure) : route.continue();
+    });
+    await erin.page.route((url) => /^\/events\/[^/]+\/draw\/[0-9a-f]+$/.test(url.pathname), (route) => {
+      chunkReads.push(Date.now());
+      const failure = failingChunk[chunkReads.length];
+      return failure ? answer(route, failure) : route.continue();
+    });
+    let joined;
+
+    await step(erin, 'Erin joins before opening', async () => {
+      await erin.page.goto(`${BASE}/?customer=${encodeURIComponent(erin.name)}&event=${encodeURIComponent(event)}`, { timeout: STEP_MS });
+      await waitText(erin.page, '#event-name', event, STEP_MS);
+      const response = erin.page.waitForResponse((r) => isApi(r, 'POST', /\/events\/[^/]+\/queue$/), { timeout: STEP_MS });
+      await erin.page.click('#join');
+      joined = await (await response).json();
+      assert.equal(joined.status, 'waiting');
+      assert.match(joined.entrant ?? '', /^[0-9a-f]{32}$/, 'a pre-queue entrant');
+      await erin.page.waitForSelector('#position[data-pre-queue="true"]', { timeout: STEP_MS });
+    });
+
+    await step(erin, 'Erin finds her number through the failures, with growing pauses, and claims it', async () => {
+      await erin.page.waitForSelector('#position[data-number]', { timeout: NUMBER_MS }).catch(async () => {
+        assert.fail(`no number within ${NUMBER_MS / 1000} s (status reads ${statusReads.length}, chunk reads ${chunkReads.length}); ` +
+          `the page says "${(await erin.page.textContent('#position'))?.trim()}"`);
+      });
+      // Until the chunk answered, the origin heard only her join: no poll in place of the failed
+      // status read or chunk reads.
+      const beforeAnswer = queueRequests.filter((r) => r.at < chunkReads[chunkReads.length - 1]).map((r) => r.method);
+      assert.deepEqual(beforeAnswer, ['POST'], `origin requests before the chunk answered: ${JSON.stringify(beforeAnswer)}`);
+      // The failed status read was read again after its backoff (1-2 s, Retry-After 1 s), not 5 s.
+      assert.ok(statusReads.length >= 3, `status reads: ${statusReads.length}`);
+      const afterFailure = statusReads[2] - statusReads[1];
+      assert.ok(afterFailure >= 900 && afterFailure <= 3_000, `the status was read again ${afterFailure} ms after its 503`);
+      // The chunk: three failures, then the answer; each pause about twice the one before
+      // (1-2 s, 2-4 s, 4-8 s: half the ceiling plus a random half of it).
+      assert.equal(chunkReads.length, 4, `chunk reads: ${chunkReads.length}`);
+      const pauses = chunkReads.slice(1).map((t, i) => t - chunkReads[i]);
+      const [first, second, third] = pauses;
+      assert.ok(first >= 900 && first <= 2_500, `pauses ${pauses}: the first 1-2 s`);
+      assert.ok(second >= 1_900 && second <= 4_500, `pauses ${pauses}: the second 2-4 s`);
+      assert.ok(third >= 3_900 && third <= 8_500, `pauses ${pauses}: the third 4-8 s`);
+      // The number shown is the one the (fourth, answered) chunk gives her.
+      const number = Number(await erin.page.getAttribute('#position', 'data-number'));
+      const listed = erin.draws.flatMap((chunk) => chunk?.entries ?? []).find(([entrant]) => entrant === joined.entrant);
+      assert.ok(listed, `the answered chunk lists Erin (${erin.draws.length} chunk(s) answered)`);
+      assert.equal(number, listed[1], 'the page shows the number the published draw gives her');
+      await waitAdmitted(erin);
+      const origin = erin.requests.filter((r) => /\/queue(\/[^/]+)?$/.test(r.path)).map((r) => r.method);
+      assert.deepEqual(origin, ['POST', 'GET'], `the join, then the claim: ${JSON.stringify(origin)}`);
+      await shot(erin.page, '09-erin-admitted-through-failures.png');
+    });
+
+    await step(erin, 'Erin gives the admission back', async () => {
+      await erin.page.click('#leave');
+      await erin.page.waitForSelector('#status[data-status="left"]', { timeout: STEP_MS });
+    });
     for (const person of people) {
       assert.deepEqual(person.errors, [], `${person.name}'s page threw: ${person.errors.join('; ')}`);
     }

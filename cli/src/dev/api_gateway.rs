@@ -2,7 +2,8 @@
 //! caller from the bearer JWT (unverified, see [`super::unverified_jwt`]), build the HTTP API
 //! (payload v2) event a function receives, and turn the function's answer into the HTTP reply.
 //! The event goes through `lambda_http`'s own parser, so handlers see exactly what they would
-//! see in Lambda.
+//! see in Lambda. In front of it all, CloudFront's part ([`EdgeCache`]): its viewer-request
+//! function's refusals first (the route not yet asked), then the cache of the public routes.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -14,6 +15,8 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, Request as AxumRequest, StatusCode};
 use axum::response::{IntoResponse, Response as AxumResponse};
+use axum::routing::{on, MethodFilter};
+use axum::Router;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use lambda_http::Body;
@@ -23,10 +26,11 @@ use lineup::application::hold::HoldApi;
 use lineup::application::queue_api::QueueApi;
 use lineup::application::status::StatusApi;
 
+use super::edge_cache::viewer_request::{self, Verdict};
 use super::edge_cache::EdgeCache;
 use serde_json::{json, Value};
 
-use super::routes::{Function, Route};
+use super::routes::{routes, Function, Route};
 use super::unverified_jwt;
 
 /// Bigger bodies are refused (API Gateway's own limit is 10 MB; no Lineup request is near 64 KB).
@@ -44,7 +48,21 @@ pub struct Functions {
     pub edge: Arc<EdgeCache>,
 }
 
-impl Functions {
+/// What stands behind the local API Gateway: the functions, and CloudFront's part in front of
+/// them. [`Functions`] in `lineup dev`; a test may stand up only the functions it needs.
+pub trait Origin: Send + Sync + 'static {
+    /// Runs `function` on the event API Gateway built.
+    fn invoke(
+        &self,
+        function: Function,
+        request: lambda_http::Request,
+    ) -> impl std::future::Future<Output = lambda_http::Response<Body>> + Send;
+
+    /// CloudFront's part: the public routes' cache, and every route's traffic.
+    fn edge(&self) -> &EdgeCache;
+}
+
+impl Origin for Functions {
     async fn invoke(
         &self,
         function: Function,
@@ -60,6 +78,41 @@ impl Functions {
             Function::Status => status::handle(&self.status, request).await,
         }
     }
+
+    fn edge(&self) -> &EdgeCache {
+        &self.edge
+    }
+}
+
+/// A route whose method axum's router cannot take.
+#[derive(Debug, thiserror::Error)]
+#[error("route {0} has a method the router cannot take")]
+pub struct UnroutableMethod(pub String);
+
+/// Every route of `template.yaml` ([`routes`]) served through `origin`, behind CloudFront's
+/// stand-in. No fallback: a path no route takes is the caller's to answer (for the edge's own
+/// answer, [`viewer_request::unrouted`]).
+pub fn router<O: Origin>(origin: Arc<O>) -> Result<Router, UnroutableMethod> {
+    let mut api = Router::new();
+    for route in routes() {
+        let filter = MethodFilter::try_from(route.method.clone())
+            .map_err(|_| UnroutableMethod(route.key()))?;
+        let path = route.path;
+        let route = Arc::new(route);
+        api = api.route(
+            path,
+            on(
+                filter,
+                move |State(origin): State<Arc<O>>,
+                      ConnectInfo(peer): ConnectInfo<SocketAddr>,
+                      parameters: Result<Path<HashMap<String, String>>, PathRejection>,
+                      request: AxumRequest<AxumBody>| {
+                    serve_through(route.clone(), origin, peer, parameters, request)
+                },
+            ),
+        );
+    }
+    Ok(api.with_state(origin))
 }
 
 /// One route's handler for the axum router.
@@ -70,7 +123,25 @@ pub async fn serve(
     parameters: Result<Path<HashMap<String, String>>, PathRejection>,
     request: AxumRequest<AxumBody>,
 ) -> AxumResponse {
+    serve_through(route, functions, peer, parameters, request).await
+}
+
+/// One request of `route`: CloudFront's viewer-request function, then API Gateway (the path's
+/// parameters, the body's size, the JWT authorizer, the event), then the cache or the function.
+async fn serve_through<O: Origin>(
+    route: Arc<Route>,
+    origin: Arc<O>,
+    peer: SocketAddr,
+    parameters: Result<Path<HashMap<String, String>>, PathRejection>,
+    request: AxumRequest<AxumBody>,
+) -> AxumResponse {
     let started = Instant::now();
+    if let Verdict::Refuse(refusal) = viewer_request::decide(request.method(), request.uri().path())
+    {
+        origin.edge().refused(&route.key());
+        tracing::debug!(route = %route.key(), status = refusal.status.as_u16(), code = refusal.code, "refused at the edge");
+        return refusal.into_response();
+    }
     let Ok(Path(parameters)) = parameters else {
         return error(
             StatusCode::BAD_REQUEST,
@@ -106,14 +177,12 @@ pub async fn serve(
         }
     };
     let route_key = route.key();
-    let origin = functions.invoke(route.function, request);
+    let edge = origin.edge();
+    let function = origin.invoke(route.function, request);
     let answer = if route.cached() {
-        functions
-            .edge
-            .serve(&route_key, parts.uri.path(), origin)
-            .await
+        edge.serve(&route_key, parts.uri.path(), function).await
     } else {
-        functions.edge.pass(&route_key, origin).await
+        edge.pass(&route_key, function).await
     };
     tracing::debug!(route = %route.key(), status = answer.status().as_u16(), ms = started.elapsed().as_millis() as u64, "request");
     into_http(answer)

@@ -3,7 +3,12 @@
 //! concurrent misses for one path collapsed into one origin request, and, within
 //! `stale-while-revalidate`, the stale copy served to everyone while one request refreshes it, as
 //! CloudFront does; every request that reaches a function is counted per route, so `/dev/info`
-//! and `lineup simulate` can show what the crowd costs the origin.
+//! and `lineup simulate` can show what the crowd costs the origin. Before any of it, the
+//! distribution's viewer-request function ([`viewer_request`]: malformed ids, draw prefixes and
+//! layout versions, paths that are not canonical, routes that do not exist are answered at the
+//! edge, counted as `edge`).
+
+pub mod viewer_request;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -127,6 +132,11 @@ impl EdgeCache {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// A request of `route` the viewer-request function answered: never the origin.
+    pub fn refused(&self, route: &str) {
+        self.count(route, false);
     }
 
     /// A route the cache does not serve: always the origin.

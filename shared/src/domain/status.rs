@@ -83,12 +83,31 @@ pub struct EventStatus {
     pub seats_left: Option<u64>,
     /// The pre-queue draw's public part.
     pub draw: DrawStatus,
+    /// Once the draw is published: a pre-queue entrant fetches its chunk at a moment of its own
+    /// within this many seconds of seeing it published (`wait_policy::chunk_fetch_window`), so
+    /// the pre-queue's fetches do not all come in the first seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_fetch_window_seconds: Option<u64>,
     /// Set when the cache lost the event and it was re-loaded: a client holding a ticket issued
     /// before this time polls once with it, which puts it back at its number.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restored_at: Option<String>,
     /// When the admit tick wrote this status, RFC 3339 in UTC.
     pub updated_at: String,
+}
+
+impl DrawStatus {
+    /// What this status says of the draw, as `draw::verify_status` compares it with the
+    /// published summary.
+    pub fn of_draw(&self) -> crate::domain::draw::StatusOfDraw {
+        crate::domain::draw::StatusOfDraw {
+            published: self.published,
+            entrants: self.entrants,
+            seed: self.seed.clone(),
+            commitment: self.commitment.clone(),
+            prefix_length: self.prefix_length,
+        }
+    }
 }
 
 impl EventStatus {
@@ -99,16 +118,34 @@ impl EventStatus {
         wait_policy::eta_for_distance(distance, self.advance_per_second)
     }
 
-    /// When to read the status again, for a client holding `number`.
+    /// When to read the status again, for a client holding `number`: the policy's interval,
+    /// as `Retry-After` would say it (see [`EventStatus::next_read_jittered`] for when a client
+    /// actually reads).
     pub fn next_read(&self, number: u64, now: SystemTime) -> Duration {
         match self.state {
-            PublicState::PreQueue => wait_policy::next_status_read(
-                crate::domain::clock::parse_rfc3339(&self.opens_at)
-                    .and_then(|opens| opens.duration_since(now).ok())
-                    .unwrap_or_default(),
-            ),
+            PublicState::PreQueue => wait_policy::next_status_read(self.until_opening(now)),
             _ => wait_policy::next_status_read(self.eta(number)),
         }
+    }
+
+    /// When a client holding `number` (0: none yet) reads the status again, given its uniform
+    /// sample `u` in `[0, 1)`: the policy's interval moved within ±20 %
+    /// (`wait_policy::jittered`); before opening, the pre-queue's reads
+    /// (`wait_policy::next_pre_queue_read`): a jittered tenth of the time to the opening, at
+    /// least a minute, or once just after it, within 10 s. What the web page does
+    /// (`web/status.js`).
+    pub fn next_read_jittered(&self, number: u64, now: SystemTime, u: f64) -> Duration {
+        match self.state {
+            PublicState::PreQueue => wait_policy::next_pre_queue_read(self.until_opening(now), u),
+            _ => wait_policy::jittered(self.next_read(number, now), u),
+        }
+    }
+
+    /// How long until `opensAt` (zero once past, or if it does not parse).
+    fn until_opening(&self, now: SystemTime) -> Duration {
+        crate::domain::clock::parse_rfc3339(&self.opens_at)
+            .and_then(|opens| opens.duration_since(now).ok())
+            .unwrap_or_default()
     }
 
     /// The `Cache-Control` of a status answer.
@@ -172,6 +209,8 @@ impl StatusInputs {
             QueueState::Open => PublicState::Open,
         };
         let published = self.revealed_seed.is_some();
+        let prefix_length =
+            published.then(|| crate::domain::draw::prefix_len(self.entrants.unwrap_or_default()));
         EventStatus {
             event_id: event.to_owned(),
             state,
@@ -189,10 +228,13 @@ impl StatusInputs {
                 commitment: self.commitment.clone(),
                 seed: self.revealed_seed.clone(),
                 entrants: self.entrants,
-                prefix_length: published
-                    .then(|| crate::domain::draw::prefix_len(self.entrants.unwrap_or_default())),
+                prefix_length,
                 published,
             },
+            chunk_fetch_window_seconds: prefix_length.map(|length| {
+                let chunks = 16u64.pow(length as u32);
+                wait_policy::chunk_fetch_window(chunks, self.claim_window).as_secs()
+            }),
             restored_at: self.restored_at.map(rfc3339),
             updated_at: rfc3339(now),
         }
@@ -257,6 +299,66 @@ mod tests {
         assert_eq!(json["state"], "open");
         assert_eq!(json["draw"]["published"], true);
         assert_eq!(json["draw"]["prefixLength"], 2);
+    }
+
+    #[test]
+    fn each_client_reads_at_a_moment_of_its_own() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let status = inputs(now).status("gala", now);
+        // 4,000 numbers to go at 40 a second: every 10 s, within 8–12 s.
+        assert_eq!(
+            status.next_read_jittered(5_200, now, 0.0),
+            Duration::from_secs(8)
+        );
+        assert_eq!(
+            status.next_read_jittered(5_200, now, 1.0),
+            Duration::from_secs(12)
+        );
+        // Before opening, 30 s to go: once, within 10 s after the opening, not every 5 s.
+        let mut given = inputs(now);
+        given.opens_at = now + Duration::from_secs(30);
+        given.revealed_seed = None;
+        let before = given.status("gala", now);
+        assert_eq!(before.state, PublicState::PreQueue);
+        assert_eq!(
+            before.next_read(0, now),
+            Duration::from_secs(5),
+            "the policy's interval"
+        );
+        assert_eq!(
+            before.next_read_jittered(0, now, 0.0),
+            Duration::from_secs(30)
+        );
+        assert_eq!(
+            before.next_read_jittered(0, now, 0.7),
+            Duration::from_secs(37)
+        );
+    }
+
+    #[test]
+    fn the_chunk_fetch_window_comes_with_the_published_draw() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut given = inputs(now);
+        // 5,000 entrants: 256 chunks, 6 s at 50 misses a second.
+        let json = serde_json::to_value(given.status("gala", now)).unwrap();
+        assert_eq!(json["chunkFetchWindowSeconds"], 6);
+        // Two million: 65,536 chunks, capped at a third of the 60 s claim window.
+        given.entrants = Some(2_000_000);
+        assert_eq!(
+            given.status("gala", now).chunk_fetch_window_seconds,
+            Some(20)
+        );
+        given.claim_window = Duration::from_secs(30);
+        assert_eq!(
+            given.status("gala", now).chunk_fetch_window_seconds,
+            Some(10)
+        );
+        // Not before the draw is published; a status without it still reads.
+        given.revealed_seed = None;
+        let json = serde_json::to_value(given.status("gala", now)).unwrap();
+        assert!(json.get("chunkFetchWindowSeconds").is_none(), "{json}");
+        let read: EventStatus = serde_json::from_value(json).unwrap();
+        assert_eq!(read.chunk_fetch_window_seconds, None);
     }
 
     #[test]

@@ -4,6 +4,14 @@
 //! client reads the public status, which the CDN serves, and the interval grows with the wait:
 //! 5 s near the front, a tenth of the ETA further back, at most 5 minutes. It calls the origin
 //! only to join and to claim.
+//!
+//! No cadence is shared by the crowd: each client moves every read it schedules itself by a
+//! random share of ±[`STATUS_READ_JITTER`] ([`jittered`]); before opening, the pre-queue does not
+//! read every 5 s through the last minute but once just after the opening, at a moment of its own
+//! within [`OPENING_READ_SPREAD`] ([`next_pre_queue_read`]); and once the draw is published each
+//! entrant fetches its chunk at a moment of its own within [`chunk_fetch_window`], short enough
+//! that the first numbers called still claim within the claim window. The randomness is the
+//! client's: these functions take its uniform sample `u` in `[0, 1)`, so they stay pure.
 
 use std::time::Duration;
 
@@ -11,12 +19,79 @@ use std::time::Duration;
 pub const MIN_STATUS_INTERVAL: Duration = Duration::from_secs(5);
 /// The longest a waiting client goes without reading the status.
 pub const MAX_STATUS_INTERVAL: Duration = Duration::from_secs(300);
+/// Each read a client schedules from this policy comes uniformly within this share of the
+/// interval either side of it (5 s near the front: 4–6 s), so a crowd that read together once
+/// drifts apart instead of reading in lockstep. (A server-given `Retry-After` is a floor: the
+/// client adds up to 20 % to it, as the API's description asks.)
+pub const STATUS_READ_JITTER: f64 = 0.2;
+/// Before opening a pre-queue entrant reads the status at most this often: nothing it needs
+/// changes until the opening (an operator's change reaches it within the minute), and a whole
+/// pre-queue reading a tenth of the time left would read together every 5-6 s in the last
+/// minute, the crowd's largest cost at the edge.
+pub const MIN_PRE_QUEUE_INTERVAL: Duration = Duration::from_secs(60);
+/// Before opening, a pre-queue entrant reads the status once just after the opening, at a
+/// moment of its own within this long of it, instead of every 5 s through the last minute.
+pub const OPENING_READ_SPREAD: Duration = Duration::from_secs(10);
+/// The chunk misses per second the draw's route is planned to take at the opening: with
+/// `16^prefixLength` chunks, each fetched from the origin once (then cached for good), spreading
+/// the fetches over `chunks / 50` seconds keeps the cold fill at this pace.
+pub const CHUNK_MISSES_PER_SECOND: u64 = 50;
+/// The shortest chunk fetch window (a small draw: 16 or 256 chunks).
+pub const MIN_CHUNK_FETCH_WINDOW: Duration = Duration::from_secs(5);
+/// The longest chunk fetch window, whatever the claim window.
+pub const MAX_CHUNK_FETCH_WINDOW: Duration = Duration::from_secs(30);
+/// The chunk fetch window is at most this share of the claim window: the rest covers seeing the
+/// publication (a status read apart, plus the status's cache age) and a few retries (see
+/// [`chunk_fetch_window`]).
+pub const CHUNK_FETCH_SHARE_OF_CLAIM_WINDOW: u32 = 3;
 
 /// When to read the public status again, given the ETA: a tenth of it, within 5 s – 5 min. A
 /// tenth keeps a client on time unless the pace jumps tenfold; the claim window covers the rest.
+/// The interval itself, before the client's jitter ([`jittered`]): what `Retry-After` says.
 pub fn next_status_read(eta: Duration) -> Duration {
     let tenth = Duration::from_secs(eta.as_secs().div_ceil(10));
     tenth.clamp(MIN_STATUS_INTERVAL, MAX_STATUS_INTERVAL)
+}
+
+/// `interval` moved by the client's uniform sample `u` in `[0, 1)` to somewhere uniformly within
+/// ±[`STATUS_READ_JITTER`] of it (`u = 0.5`: the interval itself). A `u` outside `[0, 1]` is
+/// taken as its nearest bound, a non-number as 0.5.
+pub fn jittered(interval: Duration, u: f64) -> Duration {
+    let u = if u.is_nan() { 0.5 } else { u.clamp(0.0, 1.0) };
+    interval.mul_f64(1.0 - STATUS_READ_JITTER + 2.0 * STATUS_READ_JITTER * u)
+}
+
+/// When a pre-queue entrant reads the status next, `until_opening` before the opening: the
+/// jittered tenth of the time to it, but not sooner than [`MIN_PRE_QUEUE_INTERVAL`], while that
+/// read comes before the opening; otherwise once, just after the opening, at `u` of
+/// [`OPENING_READ_SPREAD`] past it. Before the opening nothing a pre-queue entrant needs changes,
+/// so reading every 5 s through the last minute would only be the whole pre-queue reading in
+/// step.
+pub fn next_pre_queue_read(until_opening: Duration, u: f64) -> Duration {
+    let interval = next_status_read(until_opening).max(MIN_PRE_QUEUE_INTERVAL);
+    let read = jittered(interval, u);
+    if read < until_opening {
+        read
+    } else {
+        let u = if u.is_nan() { 0.5 } else { u.clamp(0.0, 1.0) };
+        until_opening + OPENING_READ_SPREAD.mul_f64(u)
+    }
+}
+
+/// How long after seeing the draw published a pre-queue entrant may wait before fetching its
+/// chunk: each picks a moment uniformly within it. Long enough that the `chunks` cold misses come
+/// at about [`CHUNK_MISSES_PER_SECOND`] (at least [`MIN_CHUNK_FETCH_WINDOW`]), and never more
+/// than a third of the claim window nor [`MAX_CHUNK_FETCH_WINDOW`]: numbers are called from the
+/// publication on, in an order nobody knows before fetching, so the holder of number 1 may fetch
+/// last. Its claim comes at most publication + 13 s (a jittered 5 s read, 6 s, plus the status's
+/// 7 s cache age: `max-age` 2 + `stale-while-revalidate` 5) + the window + its retries + one
+/// more read (6 s); with the default 60 s claim window the window is 20 s, leaving 21 s for
+/// retries.
+pub fn chunk_fetch_window(chunks: u64, claim_window: Duration) -> Duration {
+    let cap = MAX_CHUNK_FETCH_WINDOW.min(claim_window / CHUNK_FETCH_SHARE_OF_CLAIM_WINDOW);
+    Duration::from_secs(chunks.div_ceil(CHUNK_MISSES_PER_SECOND))
+        .max(MIN_CHUNK_FETCH_WINDOW)
+        .min(cap)
 }
 
 /// Seconds until a number `distance` past `servingUpTo` is called, at `advance` numbers per
@@ -70,5 +145,106 @@ mod tests {
             assert!(interval >= previous, "interval shrank at eta {eta_secs}s");
             previous = interval;
         }
+    }
+
+    #[test]
+    fn each_client_moves_its_read_within_a_fifth_either_side() {
+        let five = Duration::from_secs(5);
+        assert_eq!(jittered(five, 0.0), Duration::from_secs(4));
+        assert_eq!(jittered(five, 0.5), five);
+        assert_eq!(jittered(five, 1.0), Duration::from_secs(6));
+        assert_eq!(jittered(five, -3.0), Duration::from_secs(4), "clamped");
+        assert_eq!(jittered(five, f64::NAN), five);
+        // A crowd's samples spread its reads over the whole ±20 %, evenly: no moment is shared.
+        let reads: Vec<Duration> = (0..1_000)
+            .map(|i| jittered(Duration::from_secs(100), f64::from(i) / 1_000.0))
+            .collect();
+        assert_eq!(reads.iter().min(), Some(&Duration::from_secs(80)));
+        assert!(reads.iter().max().unwrap() >= &Duration::from_millis(119_900));
+        let in_first_tenth = reads
+            .iter()
+            .filter(|read| **read < Duration::from_secs(84))
+            .count();
+        assert_eq!(
+            in_first_tenth, 100,
+            "uniform: a tenth of the crowd per tenth of the spread"
+        );
+    }
+
+    #[test]
+    fn the_pre_queue_reads_once_just_after_the_opening_not_every_five_seconds() {
+        // Far from the opening: the jittered tenth, always before the opening.
+        assert_eq!(
+            next_pre_queue_read(Duration::from_secs(1_200), 0.5),
+            Duration::from_secs(120)
+        );
+        assert_eq!(
+            next_pre_queue_read(Duration::from_secs(1_200), 0.0),
+            Duration::from_secs(96)
+        );
+        // Nearer: at most once a minute (jittered), never after the opening.
+        assert_eq!(
+            next_pre_queue_read(Duration::from_secs(300), 0.5),
+            MIN_PRE_QUEUE_INTERVAL
+        );
+        for until in (0..3_600).step_by(7) {
+            let until = Duration::from_secs(until);
+            for u in [0.0, 0.5, 1.0] {
+                let read = next_pre_queue_read(until, u);
+                if read < until {
+                    assert!(read >= MIN_PRE_QUEUE_INTERVAL.mul_f64(0.8), "{until:?} {u}");
+                } else {
+                    assert!(read <= until + OPENING_READ_SPREAD, "{until:?} {u}");
+                }
+            }
+        }
+        // In the last minute: once, after the opening, at the client's own moment within 10 s.
+        let until = Duration::from_secs(30);
+        assert_eq!(next_pre_queue_read(until, 0.0), until);
+        assert_eq!(
+            next_pre_queue_read(until, 0.5),
+            until + OPENING_READ_SPREAD / 2
+        );
+        assert_eq!(next_pre_queue_read(until, 1.0), until + OPENING_READ_SPREAD);
+        assert_eq!(
+            next_pre_queue_read(Duration::ZERO, 0.25),
+            OPENING_READ_SPREAD / 4,
+            "at the opening itself"
+        );
+        // A crowd that joined in the same second reads over the whole spread, a tenth per second.
+        let opening = Duration::from_secs(20);
+        let mut per_second = [0u32; 10];
+        for i in 0..10_000 {
+            let read = next_pre_queue_read(opening, f64::from(i) / 10_000.0) - opening;
+            per_second[read.as_secs() as usize] += 1;
+        }
+        assert_eq!(per_second, [1_000; 10]);
+    }
+
+    #[test]
+    fn chunks_are_fetched_within_a_window_the_first_numbers_can_afford() {
+        let claim = Duration::from_secs(60);
+        // A small draw: 16 chunks, the shortest window.
+        assert_eq!(chunk_fetch_window(16, claim), MIN_CHUNK_FETCH_WINDOW);
+        // 256 chunks at 50 misses a second: 6 s.
+        assert_eq!(chunk_fetch_window(256, claim), Duration::from_secs(6));
+        // 4,096 or 65,536 chunks: capped at a third of the claim window.
+        assert_eq!(chunk_fetch_window(4_096, claim), Duration::from_secs(20));
+        assert_eq!(chunk_fetch_window(65_536, claim), Duration::from_secs(20));
+        // A long claim window: never past 30 s; a short one: a third of it, even below 5 s.
+        assert_eq!(
+            chunk_fetch_window(65_536, Duration::from_secs(600)),
+            MAX_CHUNK_FETCH_WINDOW
+        );
+        assert_eq!(
+            chunk_fetch_window(16, Duration::from_secs(9)),
+            Duration::from_secs(3)
+        );
+        // The holder of number 1, called at the publication, fetching last: seeing the
+        // publication (a jittered 5 s read and the status's 7 s cache age), the window, one more
+        // read, and still 21 s of a 60 s claim window for retries.
+        let see = jittered(MIN_STATUS_INTERVAL, 1.0) + Duration::from_secs(7);
+        let claimed = see + chunk_fetch_window(65_536, claim) + jittered(MIN_STATUS_INTERVAL, 1.0);
+        assert_eq!(claim - claimed, Duration::from_secs(21));
     }
 }

@@ -6,6 +6,7 @@
 
 use super::on_sale::OnSale;
 use super::status_polling;
+use lineup::domain::wait_policy;
 
 /// The expiry sweep runs once a minute: a sold-out queue is closed within a minute.
 const CLOSE_AFTER_SELL_OUT_SECONDS: f64 = 60.0;
@@ -63,6 +64,13 @@ pub fn simulate(on_sale: &OnSale) -> Crowd {
     let last_arrival = first_arrival + on_sale.arrival_window_seconds;
     let time_in_store = on_sale.shopping_seconds.min(on_sale.session_seconds);
     let pre_queue = on_sale.pre_queue();
+    // The page's opening (`lineup::domain::wait_policy`): each pre-queue entrant reads the
+    // status once at a moment of its own within `opening_spread` after the opening, then
+    // fetches its chunk at a moment of its own within `fetch_window` of that read.
+    let opening_spread = wait_policy::OPENING_READ_SPREAD.as_secs_f64();
+    let chunks = super::operations::draw_chunks(pre_queue) as u64;
+    let claim_window = lineup::domain::event_settings::EventSettings::DEFAULT_CLAIM_WINDOW;
+    let fetch_window = wait_policy::chunk_fetch_window(chunks, claim_window).as_secs_f64();
 
     let mut moments = Vec::new();
     let mut t = first_arrival;
@@ -101,21 +109,29 @@ pub fn simulate(on_sale: &OnSale) -> Crowd {
         let status_reads = if !queue_open {
             0.0
         } else if t + step <= 0.0 {
-            // Before the opening everyone's ETA is the time left, the same for all: they read
-            // together, every 5 s in the last 50 s.
+            // Before the opening everyone's ETA is the time left: a (jittered) tenth of it, at
+            // least a minute, while that read comes before the opening; in the last minute
+            // nobody reads (the one read is just after the opening).
             let time_left = -(t + step / 2.0);
-            waiting / status_polling::interval(time_left)
-        } else if t < status_polling::SHORTEST_INTERVAL_SECONDS {
-            // The pre-queue keeps its 5 s cadence until its first read after the draw.
-            waiting / status_polling::SHORTEST_INTERVAL_SECONDS
+            let interval = status_polling::interval(time_left)
+                .max(wait_policy::MIN_PRE_QUEUE_INTERVAL.as_secs_f64());
+            if interval < time_left {
+                waiting / interval
+            } else {
+                0.0
+            }
+        } else if t < opening_spread {
+            // The pre-queue's one read after the opening, spread over `opening_spread`; whoever
+            // else waits (joined since the opening) reads as usual.
+            pre_queue * overlap(t, t + step, 0.0, opening_spread) / opening_spread / step
+                + status_polling::reads_per_second((waiting - pre_queue).max(0.0), admitting / step)
         } else {
             status_polling::reads_per_second(waiting, admitting / step)
         };
-        // At the draw each pre-queue customer fetches their number on their next read, within
-        // the 5 s interval they were reading at.
-        let draw_chunk_reads = pre_queue
-            * overlap(t, t + step, 0.0, status_polling::SHORTEST_INTERVAL_SECONDS)
-            / status_polling::SHORTEST_INTERVAL_SECONDS;
+        // Each pre-queue entrant fetches its number at its read's moment plus a moment within
+        // the fetch window: the sum of two uniform delays.
+        let draw_chunk_reads =
+            pre_queue * opening_fetch_share(t, t + step, opening_spread, fetch_window) / step;
 
         moments.push(CrowdMoment {
             seconds_from_opening: t,
@@ -168,6 +184,30 @@ fn step_seconds(on_sale: &OnSale) -> f64 {
     (span / MAX_STEPS).ceil().max(1.0)
 }
 
+/// The share of the pre-queue fetching its chunk within `[from, to)` seconds of the opening:
+/// the mass there of U(0, `spread`) + U(0, `window`) (a trapezoid), summed over tenths of a
+/// second.
+fn opening_fetch_share(from: f64, to: f64, spread: f64, window: f64) -> f64 {
+    let (short, long) = (spread.min(window).max(1e-9), spread.max(window).max(1e-9));
+    let density = |x: f64| {
+        if x < 0.0 || x > short + long {
+            0.0
+        } else {
+            x.min(short).min(short + long - x) / (short * long)
+        }
+    };
+    let start = from.max(0.0);
+    let end = to.min(short + long);
+    if end <= start {
+        return 0.0;
+    }
+    let slices = ((end - start) / 0.1).ceil().max(1.0);
+    let width = (end - start) / slices;
+    (0..slices as usize)
+        .map(|i| density(start + (i as f64 + 0.5) * width) * width)
+        .sum()
+}
+
 /// Seconds of `[from, to)` inside `[start, end)`.
 fn overlap(from: f64, to: f64, start: f64, end: f64) -> f64 {
     (to.min(end) - from.max(start)).max(0.0)
@@ -193,34 +233,45 @@ mod tests {
         assert!((total(&crowd, |m| m.joins) - 100_000.0).abs() < 1.0);
         assert!((total(&crowd, |m| m.draw_chunk_reads) - 50_000.0).abs() < 1.0);
         assert_eq!(crowd.outcome.pre_queue, 50_000.0);
-        // The draw's fetches land in the first 5 s after the opening: 10,000 a second.
-        let at_draw = crowd
-            .moments
-            .iter()
-            .find(|m| m.seconds_from_opening == 0.0)
-            .unwrap();
-        assert_eq!(at_draw.draw_chunk_reads, 10_000.0);
+        // The draw's fetches: each entrant's read within 10 s of the opening, then its fetch
+        // within the 6 s window of 256 chunks: the first second takes 1/120 of them, seconds 6
+        // to 10 a tenth each (5,000 a second), the last ends at 16 s.
+        let at = |second: f64| {
+            crowd
+                .moments
+                .iter()
+                .find(|m| m.seconds_from_opening == second)
+                .unwrap()
+                .draw_chunk_reads
+        };
+        assert!((at(0.0) - 50_000.0 / 120.0).abs() < 0.5, "{}", at(0.0));
+        assert!((at(7.0) - 5_000.0).abs() < 0.5, "{}", at(7.0));
+        assert!(at(16.0) < 1.0);
     }
 
     #[test]
-    fn the_pre_queue_reads_every_five_seconds_just_before_the_opening() {
+    fn the_pre_queue_reads_once_just_after_the_opening_not_every_five_seconds_before() {
         let crowd = simulate(&example());
-        // 10 s before opening: 50,000 - 10 s of arrivals (166.7/s) waiting, every 5 s.
-        let moment = crowd
-            .moments
-            .iter()
-            .find(|m| m.seconds_from_opening == -10.0)
-            .unwrap();
-        let waiting = 100_000.0 / 600.0 * 291.0;
-        assert!((moment.status_reads - waiting / 5.0).abs() < 0.01);
-        // 4 minutes before, mid-step: ETA 239.5 s, every 23.95 s.
+        let at = |second: f64| {
+            crowd
+                .moments
+                .iter()
+                .find(|m| m.seconds_from_opening == second)
+                .unwrap()
+                .status_reads
+        };
+        // In the last 50 s before the opening nobody reads; just after it the 50,000 read
+        // once each within 10 s: 5,000 a second (and the few who joined since, as usual).
+        assert_eq!(at(-10.0), 0.0);
+        assert!((5_000.0..5_100.0).contains(&at(3.0)), "{}", at(3.0));
+        // 4 minutes before, mid-step: ETA 239.5 s, a tenth 23.95 s: once a minute.
         let early = crowd
             .moments
             .iter()
             .find(|m| m.seconds_from_opening == -240.0)
             .unwrap();
         let waiting_early = 100_000.0 / 600.0 * 61.0;
-        assert!((early.status_reads - waiting_early / 23.95).abs() < 0.01);
+        assert!((early.status_reads - waiting_early / 60.0).abs() < 0.01);
     }
 
     #[test]

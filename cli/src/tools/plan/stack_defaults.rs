@@ -199,9 +199,8 @@ impl Route {
                 Some(("HoldRouteRateLimit", 1_400.0))
             }
             Route::Webhook => Some(("WebhookRouteRateLimit", 2_000.0)),
-            Route::Status | Route::DrawChunk | Route::SeatMap | Route::Layout => {
-                Some(("StatusRouteRateLimit", 100.0))
-            }
+            Route::DrawChunk => Some(("DrawChunkRouteRateLimit", 400.0)),
+            Route::Status | Route::SeatMap | Route::Layout => Some(("StatusRouteRateLimit", 100.0)),
         }
     }
 
