@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::adapters::dynamo::confirm::refund_outbox_id;
 use crate::adapters::dynamo::items::{from_item, n, order_key, s, to_item, Item, ORDER_PREFIX};
 use crate::adapters::dynamo::{
-    built, condition_failed, store_error, transact, DynamoLedger, TransactionOutcome,
+    all_items, built, condition_failed, store_error, transact, DynamoLedger, TransactionOutcome,
 };
 use crate::application::error::LineupError;
 use crate::application::ports::ledger::{OrderStatus, PaymentConfirmation, PaymentFor};
@@ -245,35 +245,34 @@ impl DynamoLedger {
     /// Acceptable for an operator's command run once per cancelled event; not for a function.
     /// (An index by event would make it a Query of the event's orders only.)
     pub async fn paid_orders(&self, event: &EventId) -> Result<PaidOrders, LineupError> {
-        let items: Vec<Item> = self
-            .client
-            .scan()
-            .table_name(&self.tables.orders)
-            .consistent_read(true)
-            .filter_expression("begins_with(#pk, :prefix) AND #event = :event AND #status = :paid")
-            .projection_expression(
-                "#pk, #order, #event, #customer, #seats, #amount, #currency, #status, #payment",
-            )
-            .expression_attribute_names("#pk", "pk")
-            .expression_attribute_names("#order", "order_id")
-            .expression_attribute_names("#event", "event_id")
-            .expression_attribute_names("#customer", "customer_id")
-            .expression_attribute_names("#seats", "seat_ids")
-            .expression_attribute_names("#amount", "amount")
-            .expression_attribute_names("#currency", "currency")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_names("#payment", "payment_id")
-            .expression_attribute_values(":prefix", s(ORDER_PREFIX))
-            .expression_attribute_values(":event", s(event.as_str()))
-            .expression_attribute_values(":paid", s(OrderStatus::Paid.as_str()))
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .map(|item| item.map_err(store_error))
-            .collect::<Result<_, _>>()?;
+        let items: Vec<Item> = all_items(
+            self.client
+                .scan()
+                .table_name(&self.tables.orders)
+                .consistent_read(true)
+                .filter_expression(
+                    "begins_with(#pk, :prefix) AND #event = :event AND #status = :paid",
+                )
+                .projection_expression(
+                    "#pk, #order, #event, #customer, #seats, #amount, #currency, #status, #payment",
+                )
+                .expression_attribute_names("#pk", "pk")
+                .expression_attribute_names("#order", "order_id")
+                .expression_attribute_names("#event", "event_id")
+                .expression_attribute_names("#customer", "customer_id")
+                .expression_attribute_names("#seats", "seat_ids")
+                .expression_attribute_names("#amount", "amount")
+                .expression_attribute_names("#currency", "currency")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_names("#payment", "payment_id")
+                .expression_attribute_values(":prefix", s(ORDER_PREFIX))
+                .expression_attribute_values(":event", s(event.as_str()))
+                .expression_attribute_values(":paid", s(OrderStatus::Paid.as_str()))
+                .into_paginator()
+                .items()
+                .send(),
+        )
+        .await?;
         let mut found = PaidOrders::default();
         for item in items {
             let key = match item.get("pk") {
@@ -374,7 +373,7 @@ impl DynamoLedger {
         event: &EventId,
         now: SystemTime,
     ) -> Result<StoppedOrders, LineupError> {
-        let items: Vec<Item> = self
+        let items: Vec<Item> = all_items(self
             .client
             .scan()
             .table_name(&self.tables.orders)
@@ -393,14 +392,7 @@ impl DynamoLedger {
             .expression_attribute_values(":pending", s(OrderStatus::Pending.as_str()))
             .expression_attribute_values(":expired", s(OrderStatus::Expired.as_str()))
             .expression_attribute_values(":released", s(OrderStatus::Released.as_str()))
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .map(|item| item.map_err(store_error))
-            .collect::<Result<_, _>>()?;
+            .into_paginator().items().send()).await?;
         let keys: Vec<String> = items
             .into_iter()
             .filter_map(|item| match item.get("pk") {

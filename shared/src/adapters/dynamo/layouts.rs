@@ -23,7 +23,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::adapters::dynamo::event_records::{event_pk, DynamoEventRecords, LAYOUT_SK};
 use crate::adapters::dynamo::items::{n, s, Item};
-use crate::adapters::dynamo::store_error;
+use crate::adapters::dynamo::{all_items, store_error};
 use crate::application::error::LineupError;
 use crate::application::ports::event_records::LayoutStore;
 use crate::domain::ids::EventId;
@@ -72,21 +72,18 @@ impl DynamoEventRecords {
         version: &str,
         copy: u32,
     ) -> Result<Option<String>, LineupError> {
-        let parts: Vec<Item> = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :part)")
-            .expression_attribute_values(":pk", copy_pk(event, version, copy))
-            .expression_attribute_values(":part", s(PART_PREFIX))
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .collect::<Result<_, _>>()
-            .map_err(store_error)?;
+        let parts: Vec<Item> = all_items(
+            self.client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :part)")
+                .expression_attribute_values(":pk", copy_pk(event, version, copy))
+                .expression_attribute_values(":part", s(PART_PREFIX))
+                .into_paginator()
+                .items()
+                .send(),
+        )
+        .await?;
         // Each part names its copy's part count (absent on layouts stored before copies: one
         // copy, written whole or not at all as before).
         let expected = parts

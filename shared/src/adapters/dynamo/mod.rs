@@ -117,6 +117,24 @@ where
     LineupError::from(aws_sdk_dynamodb::Error::from(error))
 }
 
+/// Every item of a paginated Query or Scan (`.into_paginator().items().send()`), all pages, or
+/// the first error.
+pub(crate) async fn all_items<E, R>(
+    pages: aws_smithy_async::future::pagination_stream::PaginationStream<
+        Result<crate::adapters::dynamo::items::Item, SdkError<E, R>>,
+    >,
+) -> Result<Vec<crate::adapters::dynamo::items::Item>, LineupError>
+where
+    aws_sdk_dynamodb::Error: From<SdkError<E, R>>,
+{
+    pages
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .map(|item| item.map_err(store_error))
+        .collect()
+}
+
 /// What a cancelled transaction's reasons mean.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Cancellation {

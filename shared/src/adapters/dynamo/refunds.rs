@@ -16,7 +16,7 @@ use crate::adapters::dynamo::items::{
     from_item, n, order_key, payment_key, s, to_item, Item, PENDING_INDEX, REFUND_PREFIX,
 };
 use crate::adapters::dynamo::{
-    built, condition_failed, is_condition_failure, store_error, transact, DynamoLedger,
+    all_items, built, condition_failed, is_condition_failure, store_error, transact, DynamoLedger,
     TransactionOutcome,
 };
 use crate::application::error::LineupError;
@@ -294,21 +294,18 @@ impl RefundLedger for DynamoLedger {
     }
 
     async fn pending_refunds(&self) -> Result<Vec<RefundRecord>, LineupError> {
-        let items: Vec<Item> = self
-            .client
-            .query()
-            .table_name(&self.tables.orders)
-            .index_name(PENDING_INDEX)
-            .key_condition_expression("pending_shard = :listed")
-            .expression_attribute_values(":listed", s(PENDING_REFUNDS))
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .map(|item| item.map_err(store_error))
-            .collect::<Result<_, _>>()?;
+        let items: Vec<Item> = all_items(
+            self.client
+                .query()
+                .table_name(&self.tables.orders)
+                .index_name(PENDING_INDEX)
+                .key_condition_expression("pending_shard = :listed")
+                .expression_attribute_values(":listed", s(PENDING_REFUNDS))
+                .into_paginator()
+                .items()
+                .send(),
+        )
+        .await?;
         items
             .into_iter()
             .map(|item| from_item::<RefundItem>(item)?.into_record())
