@@ -1,3 +1,7 @@
+import cf from 'cloudfront';
+// The store of live events (template.yaml's LiveEventsStore): key = an event id, value "1".
+const liveEvents = cf.kvs();
+
 // CloudFront's viewer-request function (runtime cloudfront-js-2.0), in front of every cache
 // behaviour: before the cache and the origin, it refuses what no honest client sends, so a flood
 // of made-up URLs costs CloudFront a function run and never reaches API Gateway's shared route
@@ -5,8 +9,11 @@
 // slash; another case or a percent-encoded letter in a fixed word), a path or method no route of
 // the API has, an eventId that is not 1-64 of A-Z a-z 0-9 _ - (as EventId::parse; percent-encoded
 // forms included, so one id has one cache key), a draw prefix that is not 1-6 lowercase hex
-// digits, a layout version that is not 16. Refusals are the origin's own answers (400 with its
-// code, or 404 route_not_found), with the origin's Cache-Control for the public routes.
+// digits, a layout version that is not 16; then, for a well-formed request, an eventId the store
+// of live events (the KeyValueStore associated with this function, written by `lineup event`)
+// does not hold. Refusals are the origin's own answers (400 with its code, 404 route_not_found
+// or event_not_found), with the origin's Cache-Control for the public routes. A lookup that
+// fails lets the request through: the origin knows every event.
 // The one source of this code: template.yaml inlines it verbatim (a test checks), and
 // `lineup dev` applies the same rules in Rust (cli/src/dev/edge_cache/viewer_request.rs); both are
 // checked against edge/cases.json. See docs/decisions/0022-the-edge-refuses-junk.md.
@@ -60,8 +67,11 @@ const NOT_A_ROUTE = {
   cacheControl: MISS,
 };
 
+// The origin's answer for an event it does not have.
+const UNKNOWN_EVENT = { status: 404, code: 'event_not_found', message: 'no on-sale event with this id' };
+
 // null to let the request through; else the refusal.
-function decide(method, uri) {
+async function decide(method, uri) {
   const segments = uri.split('/');
   if (segments[0] !== '') return NOT_A_ROUTE;
   for (let i = 1; i < segments.length; i++) {
@@ -77,7 +87,8 @@ function decide(method, uri) {
     }
     if (!matches) continue;
     if (ROUTES[r].key.slice(0, space) === method) {
-      return checkParameters(ROUTES[r], template, segments);
+      return checkParameters(ROUTES[r], template, segments) ||
+        (await checkEventIsLive(ROUTES[r], template, segments));
     }
   }
   return NOT_A_ROUTE; // no such path, or not with this method (API Gateway's 404 too)
@@ -99,9 +110,29 @@ function checkParameters(route, template, segments) {
   return null;
 }
 
-function handler(event) {
+// Refuses an eventId (well formed by now) the store does not hold; null if it holds it, if the
+// route has no eventId, or if the lookup fails (throttled, not yet propagated): the origin answers.
+async function checkEventIsLive(route, template, segments) {
+  const at = template.indexOf('{eventId}');
+  if (at < 0) return null;
+  let live;
+  try {
+    live = await liveEvents.exists(segments[at]);
+  } catch (lookupFailed) {
+    return null;
+  }
+  if (live) return null;
+  return {
+    status: UNKNOWN_EVENT.status,
+    code: UNKNOWN_EVENT.code,
+    message: UNKNOWN_EVENT.message,
+    cacheControl: route.cached ? MISS : null,
+  };
+}
+
+async function handler(event) {
   const request = event.request;
-  const refusal = decide(request.method, request.uri);
+  const refusal = await decide(request.method, request.uri);
   if (refusal === null) return request;
   const headers = { 'content-type': { value: 'application/json' } };
   if (refusal.cacheControl) headers['cache-control'] = { value: refusal.cacheControl };

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use http::StatusCode;
 use lineup::adapters::redis::keys::EventKeys;
@@ -1016,7 +1016,7 @@ async fn an_event_lost_during_its_draw_is_not_half_recreated_by_the_mark() {
         .unwrap();
 
     queue
-        .mark_drawn(&event)
+        .mark_drawn(&event, SystemTime::now(), SystemTime::now())
         .await
         .expect("a no-op, not an error");
 

@@ -84,6 +84,9 @@ async fn write_status(event: &EventId, seed: &DrawSeed, now: SystemTime, entrant
         entrants: Some(entrants),
         revealed_seed: Some(seed.reveal().to_owned()),
         restored_at: None,
+        pre_queue: None,
+        edge_budget: lineup::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
+        first_call_at: None,
     }
     .status(event.as_str(), now);
     let json = serde_json::to_string(&status).expect("a status serialises");
@@ -190,6 +193,7 @@ async fn verify(
         event: published.event.as_str().to_owned(),
         base: published.base.clone(),
         commitment,
+        chunks_per_second: 1_000,
     })
     .await
 }
@@ -288,6 +292,7 @@ async fn a_draw_not_published_cannot_be_checked() {
         event: lineup_tests::fresh_event().as_str().to_owned(),
         base,
         commitment: None,
+        chunks_per_second: 1_000,
     })
     .await;
     assert_eq!(Verdict::of(&outcome).exit_code(), 2);

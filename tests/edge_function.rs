@@ -1,9 +1,12 @@
 //! CloudFront's viewer-request function and `lineup dev`'s stand-in for it: the JavaScript itself
 //! decides every case of `edge/cases.json` as the table says (run in node, the table the Rust
-//! stand-in's unit tests read too); and a flood of made-up URLs at the dev server's edge (the
+//! stand-in's unit tests read too); a flood of made-up URLs at the dev server's edge (the
 //! router `lineup dev` serves the API with, in front of the real public handler over Redis and
-//! the local events table) reaches no function, while a real status and chunk read still
-//! answer, and a second read of the chunk comes from the cache.
+//! the local events table), malformed ones and well-formed ids of no event alike, reaches no
+//! function, while a real status and chunk read still answer, and a second read of the chunk
+//! comes from the cache; and an operator's change puts the event into the store of live events
+//! before it is live (nothing changes when the store cannot be written), where `lineup dev`'s
+//! stand-in finds it too.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -12,15 +15,20 @@ use std::time::{Duration, SystemTime};
 use lambda_http::Body;
 use lineup::adapters::redis::keys::EventKeys;
 use lineup::application::ports::event_records::DrawPublication;
+use lineup::application::ports::event_records::{AuditLog, EventRecords};
+use lineup::application::ports::queue::EventSettingsStore;
 use lineup::application::status::{self, StatusApi};
 use lineup::domain::draw::{self, DrawSeed};
 use lineup::domain::event_settings::QueueState;
 use lineup::domain::ids::EventId;
 use lineup::domain::status::StatusInputs;
 use lineup_cli::dev::api_gateway::{self, Origin};
+use lineup_cli::dev::edge_cache::live_events::{self, LiveEventSet};
 use lineup_cli::dev::edge_cache::viewer_request;
 use lineup_cli::dev::edge_cache::EdgeCache;
 use lineup_cli::dev::routes::Function;
+use lineup_cli::event_admin::{AdminError, EventAdmin, SettingsChange};
+use lineup_cli::live_events::{LiveEvents, LiveEventsError};
 use serde_json::Value;
 
 const ENTRANTS: usize = 300;
@@ -127,6 +135,9 @@ async fn published_event() -> (EventId, DrawSeed, draw::DrawSummary) {
         entrants: Some(ENTRANTS as u64),
         revealed_seed: Some(seed.reveal().to_owned()),
         restored_at: None,
+        pre_queue: None,
+        edge_budget: lineup::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
+        first_call_at: None,
     }
     .status(event.as_str(), now);
     let () = redis::cmd("SET")
@@ -162,16 +173,54 @@ async fn serve(origin: Arc<PublicOrigin>) -> String {
 }
 
 /// Made-up URLs of every kind the edge can tell from real ones: malformed event ids, draw
-/// prefixes and layout versions on every public route, paths that are not canonical, routes
-/// and methods that do not exist. `real` is the published event; each kind comes in `n`
-/// variants (a fresh random part each), so no answer can come from a cache.
+/// prefixes and layout versions on every public route, well-formed ids of events the store of
+/// live events does not hold, paths that are not canonical, routes and methods that do not
+/// exist. `real` is the published event; each kind comes in `n` variants (a fresh random part
+/// each), so no answer can come from a cache.
 fn junk(real: &EventId, n: usize) -> Vec<(&'static str, String, u16, &'static str)> {
     let mut junk = Vec::new();
     for _ in 0..n {
         let random = uuid::Uuid::new_v4().simple().to_string();
         let bad_event = format!("{}!", &random[..12]);
         let long_event = format!("e{random}{random}");
+        let unknown_event = format!("made-up-{}", &random[..12]);
         for (method, path, status, code) in [
+            (
+                "GET",
+                format!("/events/{unknown_event}/status"),
+                404,
+                "event_not_found",
+            ),
+            (
+                "GET",
+                format!("/events/{unknown_event}/draw"),
+                404,
+                "event_not_found",
+            ),
+            (
+                "GET",
+                format!("/events/{unknown_event}/draw/{}", &random[..2]),
+                404,
+                "event_not_found",
+            ),
+            (
+                "GET",
+                format!("/events/{unknown_event}/seats"),
+                404,
+                "event_not_found",
+            ),
+            (
+                "GET",
+                format!("/events/{unknown_event}/layout"),
+                404,
+                "event_not_found",
+            ),
+            (
+                "GET",
+                format!("/events/{unknown_event}/layout/{}", &random[..16]),
+                404,
+                "event_not_found",
+            ),
             (
                 "GET",
                 format!("/events/{bad_event}/status"),
@@ -309,17 +358,18 @@ fn junk(real: &EventId, n: usize) -> Vec<(&'static str, String, u16, &'static st
 #[tokio::test]
 async fn a_flood_of_made_up_urls_reaches_no_function_and_real_reads_still_answer() {
     let (event, seed, summary) = published_event().await;
+    // The edge knows the published event is live, as the store of live events holds it.
     let origin = Arc::new(PublicOrigin {
         status: lineup_tests::public_api(lineup_tests::records().await),
-        edge: EdgeCache::default(),
+        edge: EdgeCache::knowing(Arc::new(LiveEventSet::holding([event.as_str()]))),
         invoked: Mutex::new(Vec::new()),
     });
     let base = serve(origin.clone()).await;
     let http = lineup_cli::http_client().build().expect("an HTTP client");
 
-    // The flood: 20 variants of 22 kinds, all at once.
+    // The flood: 20 variants of 28 kinds, all at once.
     let flood = junk(&event, 20);
-    assert_eq!(flood.len(), 440);
+    assert_eq!(flood.len(), 560);
     let answers: Vec<(String, u16, Option<String>, Value)> =
         futures::future::join_all(flood.iter().map(|(method, path, _, _)| {
             let request = http.request(
@@ -359,8 +409,35 @@ async fn a_flood_of_made_up_urls_reaches_no_function_and_real_reads_still_answer
     );
     assert_eq!(
         traffic["GET /events/{eventId}/draw/{prefix}"].edge,
-        20 * 4,
+        20 * 5,
         "the chunk route's refusals are counted as answered at the edge: {traffic:?}"
+    );
+    for route in [
+        "GET /events/{eventId}/status",
+        "GET /events/{eventId}/draw",
+        "GET /events/{eventId}/layout",
+    ] {
+        assert!(
+            traffic[route].edge >= 20,
+            "{route}: the unknown events' reads are answered at the edge: {traffic:?}"
+        );
+    }
+    let refused_on_routes: u64 = traffic.values().map(|route| route.edge).sum();
+    let unknown_events = answers
+        .iter()
+        .filter(|(_, _, _, body)| body["error"]["code"] == "event_not_found")
+        .count();
+    assert_eq!(
+        unknown_events,
+        20 * 6,
+        "every unknown event's read, refused"
+    );
+    eprintln!(
+        "edge flood: {} made-up URLs ({unknown_events} of well-formed ids of no event), all \
+         answered at the edge ({refused_on_routes} on a route's counters, the rest matching no \
+         route); {} reached a function",
+        flood.len(),
+        origin.invoked().len()
     );
 
     // Real reads still answer: the status, and the chunk that lists customer 7 with its number.
@@ -401,9 +478,8 @@ async fn a_flood_of_made_up_urls_reaches_no_function_and_real_reads_still_answer
         ]
     );
 
-    // What shapes alone cannot refuse: a well-formed id of no event reaches the origin once,
-    // and its 404 is then answered by the cache (the KeyValueStore of live events would refuse
-    // it at the edge: docs/decisions/0022-the-edge-refuses-junk.md).
+    // A well-formed id of no event, asked again and again: refused at the edge every time,
+    // never once at the origin (docs/decisions/0022-the-edge-refuses-junk.md).
     let unknown = lineup_tests::fresh_event();
     for _ in 0..3 {
         let answer = http
@@ -412,6 +488,105 @@ async fn a_flood_of_made_up_urls_reaches_no_function_and_real_reads_still_answer
             .await
             .unwrap();
         assert_eq!(answer.status(), 404);
+        let body: Value = answer.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "event_not_found");
     }
-    assert_eq!(origin.invoked().len(), 3, "{:?}", origin.invoked());
+    assert_eq!(origin.invoked().len(), 2, "{:?}", origin.invoked());
+}
+
+/// A store of live events in memory, that can be made unwritable.
+#[derive(Default)]
+struct FakeLiveEvents {
+    events: Mutex<std::collections::BTreeSet<String>>,
+    unwritable: bool,
+}
+
+/// Why the unwritable store fails.
+#[derive(Debug)]
+struct Throttled;
+
+impl std::fmt::Display for Throttled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the store is throttling every write")
+    }
+}
+
+impl std::error::Error for Throttled {}
+
+#[async_trait::async_trait]
+impl LiveEvents for FakeLiveEvents {
+    async fn add(&self, event: &EventId) -> Result<(), LiveEventsError> {
+        if self.unwritable {
+            return Err(LiveEventsError {
+                store: "fake".to_owned(),
+                action: "add",
+                event: event.as_str().to_owned(),
+                source: Box::new(Throttled),
+            });
+        }
+        self.events
+            .lock()
+            .unwrap()
+            .insert(event.as_str().to_owned());
+        Ok(())
+    }
+
+    async fn exists(&self, event: &EventId) -> Result<bool, LiveEventsError> {
+        Ok(self.events.lock().unwrap().contains(event.as_str()))
+    }
+}
+
+#[tokio::test]
+async fn an_opened_event_is_known_at_the_edge_and_an_unwritable_store_changes_nothing() {
+    let queue = lineup_tests::queue();
+    let records = lineup_tests::records().await;
+    let store = FakeLiveEvents::default();
+    let admin = EventAdmin::new(&queue, &records, "edge test").with_live_events(Some(&store));
+    let event = lineup_tests::fresh_event();
+    admin
+        .open(&event, &SettingsChange::default(), SystemTime::now())
+        .await
+        .expect("open the event");
+    assert!(
+        store.exists(&event).await.unwrap(),
+        "the store holds the opened event"
+    );
+
+    // lineup dev's stand-in, which no command writes, finds the same event in the events table.
+    let configured =
+        live_events::configured_events(&lineup_tests::aws::dynamo().await, records.table())
+            .await
+            .expect("scan the events table");
+    assert!(
+        configured.contains(event.as_str()),
+        "{event} read from the table"
+    );
+    assert!(!configured.contains(lineup_tests::fresh_event().as_str()));
+
+    // The store cannot be written: the command fails loudly, and the event is not live anywhere.
+    let unwritable = FakeLiveEvents {
+        unwritable: true,
+        ..FakeLiveEvents::default()
+    };
+    let admin = EventAdmin::new(&queue, &records, "edge test").with_live_events(Some(&unwritable));
+    let refused = lineup_tests::fresh_event();
+    let failed = admin
+        .open(&refused, &SettingsChange::default(), SystemTime::now())
+        .await;
+    assert!(
+        matches!(failed, Err(AdminError::LiveEvents(_))),
+        "{failed:?}"
+    );
+    assert!(
+        records.event(&refused).await.unwrap().is_none(),
+        "no record"
+    );
+    assert!(
+        queue.settings(&refused).await.unwrap().is_none(),
+        "no settings in the cache"
+    );
+    assert!(
+        records.history(&refused).await.unwrap().is_empty(),
+        "no audit entry"
+    );
 }

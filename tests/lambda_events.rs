@@ -197,7 +197,7 @@ async fn admit(
     );
     let rebuild = admit.rebuild();
     let ports = admit.ports(rebuild.as_ref());
-    admit_for_invocation(ports, &SystemClock, config.run, config.tick, invocation).await
+    admit_for_invocation(ports, &SystemClock, &config.pace(), invocation).await
 }
 
 fn invocation(file: &str, deadline_in: Duration) -> LambdaEvent<serde_json::Value> {

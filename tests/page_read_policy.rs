@@ -53,4 +53,8 @@ fn the_page_reads_by_the_wait_policys_numbers() {
         exported("status.js", "MAX_CHUNK_FETCH_WINDOW_S"),
         wait_policy::MAX_CHUNK_FETCH_WINDOW.as_secs_f64()
     );
+    assert_eq!(
+        exported("status.js", "MAX_OPENING_READ_SPREAD_S"),
+        wait_policy::MAX_OPENING_READ_SPREAD.as_secs_f64()
+    );
 }

@@ -389,3 +389,59 @@ async fn nothing_is_admitted_before_opening_or_from_a_closed_queue() {
         "a closed event is not ticked"
     );
 }
+
+#[tokio::test]
+async fn a_paced_opening_calls_nobody_before_its_first_call() {
+    // Two requests each for 30 entrants at one a second: the opening is paced over 60 s.
+    let queue = Arc::new(
+        RedisQueue::new(&redis_url(), Duration::from_secs(2))
+            .expect("REDIS_URL")
+            .with_edge_budget(1),
+    );
+    let now = SystemTime::now();
+    let mut later = settings(Duration::from_secs(600));
+    later.opens_at = now + Duration::from_secs(60);
+    let event = event_with_waiting(&queue, later.clone(), 30).await;
+    let admission = Admission::new(queue.clone()).await.with_edge_budget(1);
+    let before = admission.tick(&event, now).await;
+    assert_eq!(before.status.pre_queue, Some(30), "counted for the status");
+    let status = status_of(&event).await;
+    assert_eq!(status["openingReadSpreadSeconds"], 60, "{status}");
+    assert_eq!(status["openingReadDelaySeconds"], 1, "{status}");
+
+    // Drawn 1 s after the opening, as the reads were told to start; the first call after every
+    // entrant's read (60 s from then), its chunk (5 s) and 13 s to see it.
+    let opened = later.opens_at + Duration::from_secs(1);
+    let drawing = admission.tick(&event, opened).await;
+    assert!(drawing.drawn, "{drawing:?}");
+    assert_eq!(drawing.admitted, 0, "nobody called yet");
+    let first_call = drawing.status.first_call_at.expect("a paced opening");
+    let published_at = first_call - Duration::from_secs(60 + 5 + 13);
+    assert!(
+        published_at + Duration::from_millis(1) >= opened
+            && published_at < opened + Duration::from_secs(5),
+        "counted from the publication (stored in milliseconds)"
+    );
+    let status = status_of(&event).await;
+    assert_eq!(
+        status["firstCallAt"],
+        lineup::domain::clock::rfc3339(first_call),
+        "{status}"
+    );
+    assert_eq!(
+        admission
+            .tick(&event, first_call - Duration::from_millis(1))
+            .await
+            .admitted,
+        0
+    );
+    assert_eq!(admission.tick(&event, first_call).await.admitted, 30);
+}
+
+/// The public status the last tick wrote.
+async fn status_of(event: &EventId) -> serde_json::Value {
+    let json: String = redis::AsyncCommands::get(&mut redis().await, EventKeys::new(event).status)
+        .await
+        .expect("a status");
+    serde_json::from_str(&json).expect("status JSON")
+}

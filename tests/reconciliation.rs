@@ -310,6 +310,8 @@ async fn lineup_payments_reconcile_settles_an_event_s_lost_webhooks_and_says_whi
         endpoints: EndpointArgs {
             redis_url: redis_url(),
             redis_cluster: false,
+            redis_user: None,
+            redis_password_secret: None,
             endpoint_url: lineup_tests::aws::endpoint_url(),
             aws: false,
             profile: None,

@@ -9,6 +9,5 @@ export const ORDER_POLL_MS = 1000;
 export const TICKET_POLL_MS = 1000;
 export const DEFAULT_POLL_S = 5; // also the status read interval at the front of the queue
 export const MAX_STATUS_READ_S = 300; // far back, the status is read at most this far apart
-export const CHUNK_FETCH_SPREAD_S = 10; // a pre-queue entrant fetches its draw chunk within this
 export const JUST_TAKEN_MS = 15000; // the seat map may lag: keep seats we were told are taken marked
 export const CUSTOMER_RE = /^[!-~]{1,128}$/; // the API's rule for `sub`: 1-128 visible ASCII

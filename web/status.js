@@ -3,8 +3,10 @@
 //
 // No cadence is shared by the crowd (as shared/src/domain/wait_policy.rs): each read this page
 // schedules itself comes at a random moment within ±20 % of the policy's interval; before
-// opening, the pre-queue reads once just after the opening, at a moment of its own within 10 s,
-// not every 5 s through the last minute; and once the draw is published, the chunk is fetched at
+// opening, the pre-queue reads once just after the opening, at a moment of its own within 10 s
+// (or, for a pre-queue too big for that, within the `openingReadSpreadSeconds` that start
+// `openingReadDelaySeconds` after it), not every 5 s through the last minute; and once the draw is
+// published, the chunk is fetched at
 // a moment of its own within the status's `chunkFetchWindowSeconds`. A status or chunk read that
 // fails (429, 5xx, no answer) is retried with exponential backoff and jitter, never replaced by a
 // poll of the origin: only a chunk that does not list us sends us to the server.
@@ -24,6 +26,7 @@ export const OPENING_READ_SPREAD_S = 10; // OPENING_READ_SPREAD: the pre-queue's
 export const MIN_PRE_QUEUE_READ_S = 60; // MIN_PRE_QUEUE_INTERVAL: before opening, at most once a minute
 export const CHUNK_FETCH_SHARE_OF_CLAIM_WINDOW = 3; // without chunkFetchWindowSeconds: a third
 export const MAX_CHUNK_FETCH_WINDOW_S = 30; // ... and at most this
+export const MAX_OPENING_READ_SPREAD_S = 900; // MAX_OPENING_READ_SPREAD: a paced opening's longest
 // A failed status or chunk read is tried again after 1–2 s, then 2–4 s, 4–8 s... at most 30–60 s
 // (half the doubling ceiling plus a random half of it), and never sooner than its Retry-After.
 export const BACKOFF_FIRST_S = 2;
@@ -52,11 +55,24 @@ export function jitteredMs(seconds) {
 
 /** When a pre-queue entrant reads next, `untilOpening` seconds before the opening, in ms (as
  *  `wait_policy::next_pre_queue_read`): the jittered tenth of it, at least a minute, while that
- *  read comes before the opening; otherwise once, at a random moment within 10 s after it. */
-export function preQueueReadMs(untilOpening) {
+ *  read comes before the opening; otherwise once after it, at a random moment within the
+ *  opening's spread (`openingReads`: 10 s from the opening unless the status paces it). */
+export function preQueueReadMs(untilOpening, reads = openingReads({})) {
   const readMs = jitteredMs(Math.max(nextRead(untilOpening), MIN_PRE_QUEUE_READ_S));
   if (readMs < untilOpening * 1000) return readMs;
-  return (Math.max(0, untilOpening) + Math.random() * OPENING_READ_SPREAD_S) * 1000;
+  return (Math.max(0, untilOpening) + reads.delay + Math.random() * reads.spread) * 1000;
+}
+
+/** How the pre-queue reads after the opening, as the status says (as
+ *  `EventStatus::opening_reads`): `openingReadSpreadSeconds` from `openingReadDelaySeconds` after
+ *  it for a big pre-queue, else within 10 s of it. */
+export function openingReads(status) {
+  const delay = Number(status.openingReadDelaySeconds);
+  const spread = Number(status.openingReadSpreadSeconds);
+  if (Number.isFinite(delay) && delay >= 0 && Number.isFinite(spread) && spread > 0) {
+    return { delay, spread: Math.min(spread, MAX_OPENING_READ_SPREAD_S) };
+  }
+  return { delay: 0, spread: OPENING_READ_SPREAD_S };
 }
 
 /** How long to wait before trying a failed read again, after `failures` failures before this
@@ -79,11 +95,15 @@ function retryAfterOf(response) {
 let statusFailures = 0;
 let chunkFailures = 0;
 
-/** Seconds until `number` is called at the status's pace (as `EventStatus::eta`). */
+/** Seconds until `number` is called at the status's pace, after a paced opening's first call
+ *  while that is still to come (as `EventStatus::eta_at`). */
 function etaFor(status, number) {
   const distance = Math.max(0, number - (Number(status.servingUpTo) || 0));
+  if (distance === 0) return 0;
   const advance = Number(status.advancePerSecond);
-  return distance / (Number.isFinite(advance) && advance > 0 ? advance : 1);
+  const firstCall = Date.parse(status.firstCallAt);
+  const untilFirstCall = Number.isFinite(firstCall) ? Math.max(0, (firstCall - serverNow()) / 1000) : 0;
+  return untilFirstCall + distance / (Number.isFinite(advance) && advance > 0 ? advance : 1);
 }
 
 /** When to read the status next, given an ETA: a tenth of it, within 5 s and 5 minutes (as
@@ -171,7 +191,9 @@ export async function readStatus() {
   const untilOpening = Math.max(0, (Date.parse(status.opensAt) - serverNow()) / 1000) || 0;
   showPreQueue({ opensAt: status.opensAt, etaSeconds: untilOpening });
   // Before opening: the pre-queue's own reads; after it (the draw about to be published): 5 s.
-  scheduleStatusReadIn(status.state === 'pre_queue' ? preQueueReadMs(untilOpening) : jitteredMs(DEFAULT_POLL_S));
+  scheduleStatusReadIn(
+    status.state === 'pre_queue' ? preQueueReadMs(untilOpening, openingReads(status)) : jitteredMs(DEFAULT_POLL_S),
+  );
 }
 
 /** The seconds within which to fetch our chunk, as the status says (`chunkFetchWindowSeconds`),

@@ -8,6 +8,7 @@ use crate::dev::DevArgs;
 use crate::endpoints::EndpointArgs;
 use crate::event_admin::SettingsChange;
 use crate::event_cancellation::CancelArgs;
+use crate::live_events::LiveEventsArgs;
 use crate::local_aws::LocalAwsArgs;
 use crate::payment_reconciliation::PaymentsAction;
 use crate::secret_revocation::SecretsAction;
@@ -41,6 +42,9 @@ pub enum Command {
     Event {
         #[command(subcommand)]
         action: EventAction,
+        /// In AWS: the store of live events the edge reads, written before each change.
+        #[command(flatten)]
+        live_events: LiveEventsArgs,
     },
     /// Payments: look at an event's open payments again through the provider (`reconcile`).
     Payments {
@@ -141,8 +145,32 @@ mod tests {
         match cli.command {
             Command::Event {
                 action: EventAction::Set { change, .. } | EventAction::Open { change, .. },
+                ..
             } => Ok(change),
             other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_store_of_live_events_is_named_after_any_event_action() {
+        const STORE: &str = "arn:aws:cloudfront::123456789012:key-value-store/live";
+        let store =
+            |args: &[&str]| match Cli::try_parse_from(["lineup", "event"].iter().chain(args))
+                .expect("parses")
+                .command
+            {
+                Command::Event { live_events, .. } => live_events.live_events_store,
+                other => panic!("parsed as {other:?}"),
+            };
+        for action in ["open", "set", "close", "pause", "resume"] {
+            assert_eq!(
+                store(&[action, "gala", "--aws", "--live-events-store", STORE]).as_deref(),
+                Some(STORE),
+                "{action}"
+            );
+        }
+        if std::env::var_os("LINEUP_LIVE_EVENTS_STORE").is_none() {
+            assert_eq!(store(&["open", "gala"]), None, "none unless named");
         }
     }
 

@@ -45,6 +45,18 @@ pub struct EndpointArgs {
     /// Speak the Redis Cluster protocol (ElastiCache Serverless).
     #[arg(long, env = "REDIS_CLUSTER", default_value_t = false)]
     pub redis_cluster: bool,
+    /// The Redis user to sign in as: in AWS `lineup-operator` (the cache's default user is off,
+    /// docs/decisions/0026); locally none, the default user.
+    #[arg(long, env = "REDIS_USER", requires = "redis_password_secret")]
+    pub redis_user: Option<String>,
+    /// The Secrets Manager secret (ARN or name) holding that user's password: the stack's output
+    /// `OperatorRedisPasswordArn`, read with the AWS credentials the command uses.
+    #[arg(
+        long,
+        env = "LINEUP_REDIS_PASSWORD_SECRET_ARN",
+        requires = "redis_user"
+    )]
+    pub redis_password_secret: Option<String>,
     /// The DynamoDB/SQS endpoint (moto or LocalStack). Not used with `--aws` (there the standard
     /// AWS settings apply: AWS_ENDPOINT_URL, or a profile's `endpoint_url`).
     #[arg(long, env = "AWS_ENDPOINT_URL", default_value_t = format!("http://127.0.0.1:{LOCAL_MOTO_PORT}"))]
@@ -102,6 +114,18 @@ pub enum EndpointError {
         url: String,
         #[source]
         source: redis::RedisError,
+    },
+    #[error("could not read the Redis password from the secret {secret:?}")]
+    RedisPasswordSecret {
+        secret: String,
+        #[source]
+        source: Box<aws_sdk_secretsmanager::Error>,
+    },
+    #[error("the secret {secret:?} does not hold a usable Redis password")]
+    RedisPassword {
+        secret: String,
+        #[source]
+        source: lineup::adapters::redis::connection::UnusableRedisPassword,
     },
 }
 
@@ -261,15 +285,56 @@ impl EndpointArgs {
         ))
     }
 
-    pub fn queue(&self) -> Result<RedisQueue, EndpointError> {
+    /// The queue's Redis, signed in as `--redis-user` when given (its password read from
+    /// `--redis-password-secret` first).
+    pub async fn queue(&self) -> Result<RedisQueue, EndpointError> {
         let settings = lineup::adapters::redis::connection::RedisSettings {
             url: self.redis_url.clone(),
             timeout: Duration::from_secs(2),
             cluster: self.redis_cluster,
         };
-        RedisQueue::open(&settings).map_err(|source| EndpointError::Redis {
-            url: self.redis_url.clone(),
-            source,
+        let credentials = match (&self.redis_user, &self.redis_password_secret) {
+            (Some(user), Some(secret)) => Some(self.redis_credentials(user, secret).await?),
+            _ => None,
+        };
+        RedisQueue::open_as(&settings, credentials.as_ref()).map_err(|source| {
+            EndpointError::Redis {
+                url: self.redis_url.clone(),
+                source,
+            }
+        })
+    }
+
+    /// `user`'s password, from the Secrets Manager `secret`.
+    async fn redis_credentials(
+        &self,
+        user: &str,
+        secret: &str,
+    ) -> Result<lineup::adapters::redis::connection::RedisCredentials, EndpointError> {
+        use lineup::domain::keys::SecretKey;
+        let client = crate::secret_revocation::client(&self.aws_target().await?);
+        let answer = client
+            .get_secret_value()
+            .secret_id(secret)
+            .send()
+            .await
+            .map_err(|error| EndpointError::RedisPasswordSecret {
+                secret: secret.to_owned(),
+                source: Box::new(error.into()),
+            })?;
+        let bytes = answer
+            .secret_string()
+            .unwrap_or_default()
+            .as_bytes()
+            .to_vec();
+        let password = lineup::adapters::redis::connection::RedisPassword::from_secret(bytes)
+            .map_err(|source| EndpointError::RedisPassword {
+                secret: secret.to_owned(),
+                source,
+            })?;
+        Ok(lineup::adapters::redis::connection::RedisCredentials {
+            user: user.to_owned(),
+            password,
         })
     }
 }
@@ -316,6 +381,7 @@ mod tests {
         match cli.command {
             Command::Event {
                 action: EventAction::Show { endpoints, .. },
+                ..
             } => Ok(endpoints),
             other => panic!("parsed as {other:?}"),
         }

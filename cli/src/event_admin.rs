@@ -4,7 +4,11 @@
 //!
 //! Every change is written to the event's durable record first (DynamoDB, where the draw seed
 //! is made once), then to the cache, then published as the event's status; and each is kept as
-//! an audit record (`lineup event history`).
+//! an audit record (`lineup event history`). Before any of it, when a store of live events is
+//! configured (in AWS: `--live-events-store`), the event's id is put there
+//! ([`crate::live_events`]): the edge then lets its requests through, and an event is never live
+//! in the cache but unknown at the edge. A store that cannot be written fails the command with
+//! nothing changed.
 
 use std::time::{Duration, SystemTime};
 
@@ -103,6 +107,8 @@ pub enum AdminError {
         entrants: u64,
         opens_at: String,
     },
+    #[error("nothing was changed: the edge could not be told the event is live")]
+    LiveEvents(#[from] crate::live_events::LiveEventsError),
     #[error(transparent)]
     Lineup(#[from] LineupError),
 }
@@ -227,6 +233,8 @@ pub struct EventAdmin<'a> {
     pub pre_queue: &'a dyn PreQueueSize,
     /// Who is making the change, for the audit trail.
     pub operator: String,
+    /// The store of live events the edge reads, written before each change; none locally.
+    pub live_events: Option<&'a dyn crate::live_events::LiveEvents>,
 }
 
 impl<'a> EventAdmin<'a> {
@@ -245,7 +253,17 @@ impl<'a> EventAdmin<'a> {
             audit: records,
             pre_queue: queue,
             operator: operator.into(),
+            live_events: None,
         }
+    }
+
+    /// The same use cases, each first putting the event's id into `live_events`.
+    pub fn with_live_events(
+        mut self,
+        live_events: Option<&'a dyn crate::live_events::LiveEvents>,
+    ) -> Self {
+        self.live_events = live_events;
+        self
     }
 }
 
@@ -275,7 +293,8 @@ impl EventAdmin<'_> {
             .ok_or_else(|| AdminError::UnknownEvent(event.as_str().to_owned()))
     }
 
-    /// Records the change in the audit trail, then writes `settings` everywhere and publishes
+    /// Tells the edge the event is live (when a store is configured: nothing is changed if that
+    /// fails), records the change in the audit trail, then writes `settings` everywhere and publishes
     /// the status: the entry comes first, so no change is ever applied that the trail does not
     /// name (a change that then fails leaves its entry, followed by a `<action>-failed` one when
     /// that can still be written). An existing event the cache lost is re-loaded from its record
@@ -289,6 +308,10 @@ impl EventAdmin<'_> {
         action: &str,
         now: SystemTime,
     ) -> Result<(), AdminError> {
+        // The edge first: were it told after, a failure would leave the event live but refused.
+        if let Some(live_events) = self.live_events {
+            live_events.add(event).await?;
+        }
         // Whether the event existed before this change (asked before its own entry is written).
         let lost_from_cache = self.store.settings(event).await?.is_none();
         let had_history = lost_from_cache && !self.audit.history(event).await?.is_empty();

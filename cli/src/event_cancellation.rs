@@ -143,7 +143,7 @@ pub async fn run(
     // DynamoDB first: with `--aws`, a sign-in or region problem is reported before anything.
     let records = args.endpoints.records().await?;
     let ledger = args.endpoints.ledger().await?;
-    let queue = args.endpoints.queue()?;
+    let queue = args.endpoints.queue().await?;
     let admin = EventAdmin::new(&queue, &records, operator);
     let mut printer = ProgressLine::new();
     let cancellation = cancel(

@@ -10,6 +10,8 @@
 //!   on a LocalStack or moto under `events/env.json`'s names (`lineup dev` prepares its own so).
 //! - [`venue`]: a seat layout (sections, rows, prices) to seed an event with.
 //! - [`event_admin`]: seeding seats and opening, closing or re-pacing an event's queue.
+//! - [`live_events`]: what the edge knows of live events (CloudFront's KeyValueStore), written
+//!   by `lineup event` before a change.
 //! - [`event_cancellation`]: `lineup event cancel`, the queue closed and every paid order
 //!   refunded, once each.
 //! - [`stream_pump`]: the local event source mappings (outbox table stream → `outbox-stream`,
@@ -31,6 +33,7 @@ pub mod dev;
 pub mod endpoints;
 pub mod event_admin;
 pub mod event_cancellation;
+pub mod live_events;
 pub mod local_aws;
 pub mod local_stack;
 pub mod payment_reconciliation;

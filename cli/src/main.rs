@@ -10,6 +10,7 @@ use lineup::application::ports::event_records::EventRecords;
 use lineup::application::ports::queue::EventSettingsStore;
 use lineup::domain::ids::EventId;
 use lineup_cli::commands::{Cli, Command, EventAction, SeedArgs};
+use lineup_cli::live_events::{LiveEvents, LiveEventsArgs};
 use lineup_cli::local_aws::{self, tables};
 use lineup_cli::tools::{plan, simulate};
 use lineup_cli::{
@@ -56,11 +57,15 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Seed(args) => seed(args).await?,
         Command::Event {
             action: EventAction::Cancel(args),
+            ..
         } => {
             let operator = args.endpoints.operator().await?;
             return event_cancellation::run(&args, operator).await;
         }
-        Command::Event { action } => event(action).await?,
+        Command::Event {
+            action,
+            live_events,
+        } => event(action, live_events).await?,
         Command::Secrets { action } => println!("{}", secret_revocation::run(&action).await?),
         Command::Payments { action } => println!("{}", payment_reconciliation::run(&action).await?),
         Command::Simulate(args) => {
@@ -104,7 +109,7 @@ async fn seed(args: SeedArgs) -> Result<(), Failure> {
         tables::create(ledger.client(), tables::EVENTS, records.table()).await?;
     }
     let now = SystemTime::now();
-    let queue = args.endpoints.queue()?;
+    let queue = args.endpoints.queue().await?;
     let started = std::time::Instant::now();
     // Who seeds, recorded before the seats are written.
     let admin = admin(&queue, &records, args.endpoints.operator().await?);
@@ -134,7 +139,7 @@ fn admin<'a>(
     event_admin::EventAdmin::new(queue, records, operator)
 }
 
-async fn event(action: EventAction) -> Result<(), Failure> {
+async fn event(action: EventAction, live_events: LiveEventsArgs) -> Result<(), Failure> {
     let now = SystemTime::now();
     let (event, endpoints) = match &action {
         EventAction::Open {
@@ -152,13 +157,19 @@ async fn event(action: EventAction) -> Result<(), Failure> {
     };
     // DynamoDB first: with `--aws`, a sign-in or region problem is reported before anything.
     let records = endpoints.records().await?;
-    let queue = endpoints.queue()?;
+    let queue = endpoints.queue().await?;
     // A change is recorded under the caller's AWS identity (STS); reading changes nothing.
     let operator = match &action {
         EventAction::History { .. } | EventAction::Show { .. } => "(reading)".to_owned(),
         _ => endpoints.operator().await?,
     };
-    let admin = admin(&queue, &records, operator);
+    // In AWS (--live-events-store): the edge is told of the event before each change.
+    let store = match &action {
+        EventAction::History { .. } | EventAction::Show { .. } => None,
+        _ => live_events.store(endpoints).await?,
+    };
+    let admin = admin(&queue, &records, operator)
+        .with_live_events(store.as_ref().map(|store| store as &dyn LiveEvents));
     let settings = match &action {
         EventAction::Open { change, .. } => admin.open(&event, change, now).await?,
         EventAction::Set { change, .. } => admin.set(&event, change, now).await?,

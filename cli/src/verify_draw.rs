@@ -28,9 +28,14 @@ use tokio::time::Instant;
 
 /// `lineup dev`'s server; in AWS, pass the CloudFront URL.
 pub const DEFAULT_BASE: &str = "http://127.0.0.1:3000";
-/// Chunks read at once. Through CloudFront, the WAF's per-IP limit on chunk reads (100,000 per
-/// 5 minutes by default) can set the pace of a very large draw; a 429 pauses every reader.
+/// Chunks read at once (within [`DEFAULT_CHUNKS_PER_SECOND`]); a 429 pauses every reader.
 pub const CONCURRENT_CHUNK_READS: usize = 16;
+/// Chunk reads a second by default: under the WAF's per-address limit on chunk reads through
+/// CloudFront (the template's `DrawChunkPerIpLimit`, 3,000 per 5 minutes: 10 a second), so one
+/// address checks any draw without being blocked: 65,536 chunks (a pre-queue of millions) in
+/// about 2 h 15 min, 4,096 in under 8 minutes. Against `lineup dev`, or with a raised limit,
+/// `--chunks-per-second` goes faster.
+pub const DEFAULT_CHUNKS_PER_SECOND: u32 = 9;
 /// The report lists this many mismatches, then counts the rest.
 pub const MISMATCHES_LISTED: usize = 20;
 /// Tries per request when the network or the origin fails for a moment (502, 503, 504).
@@ -59,6 +64,9 @@ pub struct VerifyDrawArgs {
     /// saved before opening proves the seed was fixed before anyone joined.
     #[arg(long, value_parser = parse_commitment)]
     pub commitment: Option<String>,
+    /// Chunk reads a second at most (the default stays under the WAF's per-address limit).
+    #[arg(long, default_value_t = DEFAULT_CHUNKS_PER_SECOND, value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunks_per_second: u32,
 }
 
 /// A commitment as the status shows it: 64 lowercase hex digits (upper case is accepted).
@@ -262,7 +270,7 @@ pub fn with_causes(error: &VerifyDrawError) -> String {
 pub async fn run(args: &VerifyDrawArgs) -> Result<DrawCheck, VerifyDrawError> {
     let event =
         EventId::parse(&args.event).map_err(|_| VerifyDrawError::EventId(args.event.clone()))?;
-    let mut site = PublishedDraw::new(&args.base, event)?;
+    let mut site = PublishedDraw::new(&args.base, event)?.paced(args.chunks_per_second);
     if std::io::stderr().is_terminal() {
         site = site.showing_progress();
     }
@@ -301,6 +309,8 @@ pub struct PublishedDraw {
     event: EventId,
     /// No request goes out before this: a 429 pauses every reader, not just the one that got it.
     paused_until: Mutex<Instant>,
+    /// The time between two chunk reads, and when the next may start (shared by every reader).
+    pace: Option<(Duration, Mutex<Instant>)>,
     /// Chunks read so far (hidden unless [`PublishedDraw::showing_progress`]).
     progress: ProgressBar,
 }
@@ -336,8 +346,33 @@ impl PublishedDraw {
             base: base.to_owned(),
             event,
             paused_until: Mutex::new(Instant::now()),
+            pace: None,
             progress: ProgressBar::hidden(),
         })
+    }
+
+    /// Reads at most `chunks_per_second` chunks a second, all readers together.
+    pub fn paced(self, chunks_per_second: u32) -> Self {
+        let between = Duration::from_secs(1) / chunks_per_second.max(1);
+        Self {
+            pace: Some((between, Mutex::new(Instant::now()))),
+            ..self
+        }
+    }
+
+    /// Waits for this reader's slot: each takes the next free one, [`PublishedDraw::paced`]'s
+    /// interval after the one before.
+    async fn wait_for_slot(&self) {
+        let Some((between, next)) = &self.pace else {
+            return;
+        };
+        let slot = {
+            let mut next = next.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let slot = (*next).max(Instant::now());
+            *next = slot + *between;
+            slot
+        };
+        tokio::time::sleep_until(slot).await;
     }
 
     /// Draws the chunks read so far as a bar on stderr.
@@ -368,6 +403,7 @@ impl PublishedDraw {
         progress.set_length(16u64.pow(summary.prefix_length as u32));
         let chunks = futures::stream::iter(draw::all_prefixes(summary.prefix_length))
             .map(|prefix| async move {
+                self.wait_for_slot().await;
                 self.document::<DrawChunk>(&format!("draw/{prefix}"), "a draw chunk")
                     .await
             })
@@ -804,6 +840,22 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_chunk_is_read_through_a_429_and_a_503() {
         reads_every_chunk_through_passing_refusals(3).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_address_reads_at_its_pace_whatever_the_readers_at_once() {
+        // 256 chunks at 100 a second with 16 readers at once: never faster than the pace.
+        let (base, reads) = serve_an_empty_draw(2, 0).await;
+        let site = PublishedDraw::new(&base, EventId::parse("gala").unwrap())
+            .unwrap()
+            .paced(100);
+        let started = std::time::Instant::now();
+        let check = check(&site, None).await.unwrap();
+        let took = started.elapsed();
+        assert_eq!(check.chunks, 256);
+        assert_eq!(reads.load(Ordering::Relaxed), 256);
+        // The first at once, the other 255 a slot of 10 ms each after the one before.
+        assert!(took >= Duration::from_millis(2_550), "{took:?}");
     }
 
     #[tokio::test]

@@ -149,9 +149,6 @@ impl PreQueueDraw for GeneratedPreQueue {
     async fn draw_seed(&self, _: &EventId) -> Result<Option<DrawSeed>, LineupError> {
         Ok(Some(seed()))
     }
-    async fn entrants(&self, _: &EventId) -> Result<Vec<CustomerId>, LineupError> {
-        Ok(Vec::new())
-    }
     async fn write_numbers(
         &self,
         _: &EventId,
@@ -163,7 +160,12 @@ impl PreQueueDraw for GeneratedPreQueue {
         self.numbers_sum.fetch_add(sum, Ordering::Relaxed);
         Ok(())
     }
-    async fn mark_drawn(&self, _: &EventId) -> Result<(), LineupError> {
+    async fn mark_drawn(
+        &self,
+        _: &EventId,
+        _: std::time::SystemTime,
+        _: std::time::SystemTime,
+    ) -> Result<(), LineupError> {
         Ok(())
     }
 }
@@ -288,7 +290,12 @@ async fn one_size(entrants: u64, bounded: bool) {
     let before = IN_USE.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
     let started = Instant::now();
-    let outcome = pre_queue_draw::draw(&ports, &event, entrants, &limits, published_at())
+    let opening = pre_queue_draw::Opening {
+        opens_at: published_at(),
+        claim_window: Duration::from_secs(60),
+        edge_budget: lineup::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
+    };
+    let outcome = pre_queue_draw::draw(&ports, &event, entrants, &limits, &opening, published_at())
         .await
         .expect("the draw");
     let elapsed = started.elapsed();

@@ -159,13 +159,22 @@ pub async fn restorer(queue: Arc<RedisQueue>) -> Arc<Restorer> {
 /// one event at a time (tests run in parallel: ticking every open event would admit theirs).
 pub struct Admission {
     admit: Admit,
+    edge_budget: u64,
 }
 
 impl Admission {
     pub async fn new(queue: Arc<RedisQueue>) -> Self {
         Self {
             admit: Admit::new(Queue::new(queue, records().await), None),
+            edge_budget: lineup::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
         }
+    }
+
+    /// Draws pace the opening to `requests_per_second` at the edge (give the queue adapter the
+    /// same, `RedisQueue::with_edge_budget`, for its statuses).
+    pub fn with_edge_budget(mut self, requests_per_second: u64) -> Self {
+        self.edge_budget = requests_per_second;
+        self
     }
 
     /// One tick of `event` at `now`: admit, draw if due, publish the status, save the cursor.
@@ -192,9 +201,10 @@ impl Admission {
         now: SystemTime,
     ) -> Result<TickReport, lineup::application::error::LineupError> {
         let clock = FixedClock::at(now);
-        AdmissionLoop::new(self.admit.ports(None), &clock, Duration::from_secs(1))
-            .tick_event(event, now)
-            .await
+        let mut admission =
+            AdmissionLoop::new(self.admit.ports(None), &clock, Duration::from_secs(1));
+        admission.edge_budget = self.edge_budget;
+        admission.tick_event(event, now).await
     }
 }
 

@@ -136,7 +136,14 @@ async fn serve_through<O: Origin>(
     request: AxumRequest<AxumBody>,
 ) -> AxumResponse {
     let started = Instant::now();
-    if let Verdict::Refuse(refusal) = viewer_request::decide(request.method(), request.uri().path())
+    let live_events = origin.edge().live_events();
+    if let Verdict::Refuse(refusal) = viewer_request::decide_at_dev_edge(
+        request.method(),
+        request.uri().path(),
+        live_events,
+        started,
+    )
+    .await
     {
         origin.edge().refused(&route.key());
         tracing::debug!(route = %route.key(), status = refusal.status.as_u16(), code = refusal.code, "refused at the edge");

@@ -5,9 +5,11 @@
 //! CloudFront does; every request that reaches a function is counted per route, so `/dev/info`
 //! and `lineup simulate` can show what the crowd costs the origin. Before any of it, the
 //! distribution's viewer-request function ([`viewer_request`]: malformed ids, draw prefixes and
-//! layout versions, paths that are not canonical, routes that do not exist are answered at the
-//! edge, counted as `edge`).
+//! layout versions, paths that are not canonical, routes that do not exist, and ids of events
+//! the store of live events ([`live_events`]) does not hold are answered at the edge, counted as
+//! `edge`).
 
+pub mod live_events;
 pub mod viewer_request;
 
 use std::collections::{BTreeMap, HashMap};
@@ -75,6 +77,9 @@ impl Slot {
 pub struct EdgeCache {
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     traffic: Mutex<BTreeMap<String, RouteTraffic>>,
+    /// What the viewer-request function knows of live events (by default nothing yet: every
+    /// well-formed request goes on, as when the store does not answer).
+    live_events: Arc<live_events::LiveEventSet>,
 }
 
 fn directives(answer: &Response<Body>) -> Vec<String> {
@@ -116,6 +121,19 @@ fn copy(answer: &Response<Body>) -> Response<Body> {
 }
 
 impl EdgeCache {
+    /// An edge whose function looks event ids up in `live_events`.
+    pub fn knowing(live_events: Arc<live_events::LiveEventSet>) -> Self {
+        Self {
+            live_events,
+            ..Self::default()
+        }
+    }
+
+    /// The store of live events the viewer-request function reads.
+    pub fn live_events(&self) -> &live_events::LiveEventSet {
+        &self.live_events
+    }
+
     fn count(&self, route: &str, at_origin: bool) {
         let mut traffic = self.traffic.lock().unwrap_or_else(|p| p.into_inner());
         let counts = traffic.entry(route.to_owned()).or_default();

@@ -125,6 +125,10 @@ pub struct DevArgs {
     /// The admit loop's tick.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub admit_tick_ms: u64,
+    /// What a big pre-queue's opening may take at the edge, requests a second (the template's
+    /// `EdgeOpeningRequestsPerSecond`): set it low (e.g. 100) to try a paced opening locally.
+    #[arg(long, default_value_t = lineup::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND, value_parser = clap::value_parser!(u64).range(1..))]
+    pub edge_budget: u64,
     /// How often the expiry sweep runs (every minute in AWS).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     pub expire_every_seconds: u64,
@@ -394,7 +398,10 @@ async fn prepare(
         .ok_or(DevError::NoQueueUrl)?;
     let ledger = DynamoLedger::new(dynamodb.clone(), tables.clone())
         .with_hold_duration(Duration::from_secs(args.hold_seconds));
-    let queue = || RedisQueue::new(&stack.redis_url, Duration::from_secs(2));
+    let queue = || {
+        RedisQueue::new(&stack.redis_url, Duration::from_secs(2))
+            .map(|queue| queue.with_edge_budget(args.edge_budget))
+    };
 
     eprintln!(
         "lineup dev: seeding {} seats for event {event}",
@@ -461,6 +468,15 @@ async fn prepare(
         publishable_key: Some(crate::local_aws::secrets::DEV_PUBLISHABLE_KEY.to_owned()),
         clock: clock.clone(),
     };
+    // What the edge knows of live events, as the KeyValueStore in AWS: here the events the events
+    // table has settings for, read every second (edge_cache::live_events).
+    let live_events = Arc::new(edge_cache::live_events::LiveEventSet::default());
+    let live_events_refresh = edge_cache::live_events::keep_refreshed(
+        live_events.clone(),
+        dynamodb.clone(),
+        events_table.clone(),
+        Duration::from_secs(1),
+    );
     let functions = Arc::new(Functions {
         queue: backends.queue_api(signing_key.clone().into(), clock.clone(), None),
         hold: backends.hold_api(ledger_handle.clone(), signing_key.into(), clock.clone()),
@@ -477,7 +493,7 @@ async fn prepare(
             ..backends.confirm_api(ledger_handle, webhook_secret.clone().into(), clock)
         },
         status: backends.status_api(),
-        edge: Arc::default(),
+        edge: Arc::new(edge_cache::EdgeCache::knowing(live_events)),
     });
 
     let pump = StreamPump {
@@ -552,6 +568,7 @@ async fn prepare(
         records,
         ledger.clone(),
         Duration::from_millis(args.admit_tick_ms),
+        args.edge_budget,
     ));
     background.spawn(schedules::expire_forever(
         ledger.clone(),
@@ -570,6 +587,7 @@ async fn prepare(
         sqs.clone(),
         refund_queue_url,
     ));
+    background.spawn(live_events_refresh);
     background.spawn(pump.run());
     background.spawn(seat_pump.run());
     background.spawn(desk.clone().consume(sqs, ticket_queue_url));

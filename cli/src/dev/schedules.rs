@@ -30,6 +30,7 @@ pub async fn admit_forever(
     records: DynamoEventRecords,
     seats: DynamoLedger,
     tick: Duration,
+    edge_budget: u64,
 ) {
     let admit = Admit::new(
         Queue::new(Arc::new(queue), Arc::new(records)),
@@ -37,7 +38,8 @@ pub async fn admit_forever(
     );
     let rebuild = admit.rebuild();
     let ports = admit.ports(rebuild.as_ref());
-    let admission = AdmissionLoop::new(ports, &SystemClock, tick);
+    let mut admission = AdmissionLoop::new(ports, &SystemClock, tick);
+    admission.edge_budget = edge_budget;
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut summary = AdmissionSummary::default();

@@ -86,6 +86,10 @@ pub struct AdmissionLoop<'a> {
     pub tick: Duration,
     /// The local disk the pre-queue draw may use (by default `/tmp` as Lambda gives it).
     pub draw_limits: DrawLimits,
+    /// The requests a second a big pre-queue's opening may take at the edge: its draw's first
+    /// call waits for its reads (`wait_policy::first_call_at`). The statuses say the same
+    /// through the queue adapter's budget (`RedisQueue::with_edge_budget`): set both alike.
+    pub edge_budget: u64,
     /// When each event's pre-queue was last counted for the draw's alarm.
     pre_queue_watched: Mutex<HashMap<EventId, Instant>>,
     /// The cursor last saved per event, so a tick that moved nothing writes nothing.
@@ -108,6 +112,7 @@ impl<'a> AdmissionLoop<'a> {
             clock,
             tick,
             draw_limits: DrawLimits::default(),
+            edge_budget: crate::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
             pre_queue_watched: Mutex::new(HashMap::new()),
             saved: Mutex::new(HashMap::new()),
             durable: Mutex::new(None),
@@ -241,8 +246,14 @@ impl<'a> AdmissionLoop<'a> {
                 queue: self.ports.draw,
                 publication: self.ports.publication,
             };
+            let opening = pre_queue_draw::Opening {
+                opens_at: plan.status.opens_at,
+                claim_window: plan.status.claim_window,
+                edge_budget: self.edge_budget,
+            };
             let outcome =
-                pre_queue_draw::draw(&ports, event, entrants, &self.draw_limits, now).await?;
+                pre_queue_draw::draw(&ports, event, entrants, &self.draw_limits, &opening, now)
+                    .await?;
             tracing::debug!(event = %event, ?outcome, "the draw's turn");
             self.ports.admitter.tick(event, now, TickMode::Plan).await?
         } else {
@@ -324,9 +335,14 @@ impl<'a> AdmissionLoop<'a> {
             plan.drawn,
             keep,
         );
+        // A paced opening's first call, durable with `drawn`: a restore keeps admission waiting.
+        if let Some(first_call_at) = plan.status.first_call_at {
+            after.first_call_at_ms = Some(crate::domain::clock::unix_millis(first_call_at));
+        }
         let moved = after.serving != before.serving
             || after.entrants != before.entrants
             || after.drawn != before.drawn
+            || after.first_call_at_ms != before.first_call_at_ms
             || after.checkpoints != before.checkpoints;
         if !moved {
             return before.serving;
@@ -515,15 +531,45 @@ pub fn expect_scheduled_event(
 /// Time kept back from the Lambda deadline, so the invocation answers before it is killed.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(3);
 
+/// How one invocation of the `admit` function runs (its configuration).
+#[derive(Debug, Clone, Copy)]
+pub struct AdmitPace {
+    /// How long it ticks (less if the invocation's deadline is nearer).
+    pub run: Duration,
+    /// The time between ticks.
+    pub tick: Duration,
+    /// What a big pre-queue's opening may take at the edge ([`AdmissionLoop::edge_budget`]).
+    pub edge_budget: u64,
+    /// The local disk the draw may use ([`DrawLimits::disk_bytes`]).
+    pub draw_disk_bytes: u64,
+}
+
+impl AdmitPace {
+    /// Ticking every `tick` for `run`, with the default edge budget and draw disk.
+    pub fn new(run: Duration, tick: Duration) -> Self {
+        Self {
+            run,
+            tick,
+            edge_budget: crate::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
+            draw_disk_bytes: pre_queue_draw::DEFAULT_DISK_BYTES,
+        }
+    }
+}
+
 /// The `admit` function's handler: checks that it was given an EventBridge scheduled event,
 /// then runs the loop for the configured time, or less if the invocation's deadline is nearer.
 pub async fn admit_for_invocation(
     ports: AdmissionPorts<'_>,
     clock: &dyn Clock,
-    run: Duration,
-    tick: Duration,
+    pace: &AdmitPace,
     invocation: lambda_runtime::LambdaEvent<serde_json::Value>,
 ) -> Result<AdmissionSummary, LineupError> {
+    let AdmitPace {
+        run,
+        tick,
+        edge_budget,
+        draw_disk_bytes,
+    } = *pace;
     expect_scheduled_event(invocation.payload, "admit")?;
     // Lambda's deadline is Unix milliseconds, always ahead at the start of an invocation. One
     // that is already past is not a real deadline (local emulators send a relative 600000):
@@ -539,7 +585,9 @@ pub async fn admit_for_invocation(
             run
         }
     };
-    let admission = AdmissionLoop::new(ports, clock, tick);
+    let mut admission = AdmissionLoop::new(ports, clock, tick);
+    admission.edge_budget = edge_budget;
+    admission.draw_limits.disk_bytes = draw_disk_bytes;
     let summary = admission.run(run_for).await?;
     tracing::info!(
         ticks = summary.ticks,

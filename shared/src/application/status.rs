@@ -372,6 +372,9 @@ fn closed_from_record(
         entrants: cursor.entrants,
         revealed_seed: drawn.then(|| record.seed.reveal().to_owned()),
         restored_at: None,
+        pre_queue: None,
+        edge_budget: crate::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
+        first_call_at: None,
     }
 }
 

@@ -88,6 +88,20 @@ pub struct EventStatus {
     /// the pre-queue's fetches do not all come in the first seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunk_fetch_window_seconds: Option<u64>,
+    /// Before the opening, for a pre-queue too big for the edge to take in the usual 10 s
+    /// (`wait_policy::opening_reads`): each entrant reads the status once after the opening,
+    /// at a moment of its own within `openingReadSpreadSeconds` from this many seconds after
+    /// it. Absent: within 10 s of the opening.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opening_read_delay_seconds: Option<u64>,
+    /// See `openingReadDelaySeconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opening_read_spread_seconds: Option<u64>,
+    /// Once the draw of a paced pre-queue is in: no number is called before this time, RFC 3339
+    /// in UTC (`wait_policy::first_call_at`), so every entrant holds its number first. Absent:
+    /// numbers are called from the publication on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_call_at: Option<String>,
     /// Set when the cache lost the event and it was re-loaded: a client holding a ticket issued
     /// before this time polls once with it, which puts it back at its number.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -118,14 +132,46 @@ impl EventStatus {
         wait_policy::eta_for_distance(distance, self.advance_per_second)
     }
 
+    /// The seconds until `number` is called, as of `now`: [`EventStatus::eta`], after the first
+    /// call of a paced opening if that is still to come (`firstCallAt`).
+    pub fn eta_at(&self, number: u64, now: SystemTime) -> Duration {
+        let eta = self.eta(number);
+        if eta.is_zero() {
+            return eta;
+        }
+        self.until(self.first_call_at.as_deref(), now) + eta
+    }
+
     /// When to read the status again, for a client holding `number`: the policy's interval,
     /// as `Retry-After` would say it (see [`EventStatus::next_read_jittered`] for when a client
     /// actually reads).
     pub fn next_read(&self, number: u64, now: SystemTime) -> Duration {
         match self.state {
             PublicState::PreQueue => wait_policy::next_status_read(self.until_opening(now)),
-            _ => wait_policy::next_status_read(self.eta(number)),
+            _ => wait_policy::next_status_read(self.eta_at(number, now)),
         }
+    }
+
+    /// How the pre-queue reads after the opening, as this status says
+    /// (`openingReadDelaySeconds`, `openingReadSpreadSeconds`).
+    pub fn opening_reads(&self) -> wait_policy::OpeningReads {
+        match (
+            self.opening_read_delay_seconds,
+            self.opening_read_spread_seconds,
+        ) {
+            (Some(delay), Some(spread)) => wait_policy::OpeningReads {
+                delay: Duration::from_secs(delay),
+                spread: Duration::from_secs(spread).min(wait_policy::MAX_OPENING_READ_SPREAD),
+            },
+            _ => wait_policy::OpeningReads::UNPACED,
+        }
+    }
+
+    /// How long after seeing the draw published a pre-queue entrant with the uniform sample `u`
+    /// fetches its chunk: `u` of `chunkFetchWindowSeconds` (at once if the status has none).
+    pub fn chunk_fetch_delay(&self, u: f64) -> Duration {
+        let u = if u.is_nan() { 0.5 } else { u.clamp(0.0, 1.0) };
+        Duration::from_secs(self.chunk_fetch_window_seconds.unwrap_or(0)).mul_f64(u)
     }
 
     /// When a client holding `number` (0: none yet) reads the status again, given its uniform
@@ -136,15 +182,23 @@ impl EventStatus {
     /// (`web/status.js`).
     pub fn next_read_jittered(&self, number: u64, now: SystemTime, u: f64) -> Duration {
         match self.state {
-            PublicState::PreQueue => wait_policy::next_pre_queue_read(self.until_opening(now), u),
+            PublicState::PreQueue => {
+                wait_policy::next_pre_queue_read(self.until_opening(now), u, self.opening_reads())
+            }
             _ => wait_policy::jittered(self.next_read(number, now), u),
         }
     }
 
     /// How long until `opensAt` (zero once past, or if it does not parse).
     fn until_opening(&self, now: SystemTime) -> Duration {
-        crate::domain::clock::parse_rfc3339(&self.opens_at)
-            .and_then(|opens| opens.duration_since(now).ok())
+        self.until(Some(&self.opens_at), now)
+    }
+
+    /// How long until the RFC 3339 time `at` (zero once past, if absent or if it does not
+    /// parse).
+    fn until(&self, at: Option<&str>, now: SystemTime) -> Duration {
+        at.and_then(crate::domain::clock::parse_rfc3339)
+            .and_then(|at| at.duration_since(now).ok())
             .unwrap_or_default()
     }
 
@@ -191,6 +245,13 @@ pub struct StatusInputs {
     pub revealed_seed: Option<String>,
     /// When the event was re-loaded after a cache loss, if it was.
     pub restored_at: Option<SystemTime>,
+    /// Before the opening: how many are in the pre-queue (the edge's opening is paced to it).
+    pub pre_queue: Option<u64>,
+    /// The requests a second the pre-queue's opening may take at the edge
+    /// (`wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND` unless configured).
+    pub edge_budget: u64,
+    /// Once drawn: when the first number may be called (`wait_policy::first_call_at`).
+    pub first_call_at: Option<SystemTime>,
 }
 
 impl StatusInputs {
@@ -209,6 +270,11 @@ impl StatusInputs {
             QueueState::Open => PublicState::Open,
         };
         let published = self.revealed_seed.is_some();
+        let opening_reads = self
+            .pre_queue
+            .filter(|_| state == PublicState::PreQueue)
+            .map(|entrants| wait_policy::opening_reads(entrants, self.edge_budget))
+            .filter(wait_policy::OpeningReads::paced);
         let prefix_length =
             published.then(|| crate::domain::draw::prefix_len(self.entrants.unwrap_or_default()));
         EventStatus {
@@ -235,6 +301,12 @@ impl StatusInputs {
                 let chunks = 16u64.pow(length as u32);
                 wait_policy::chunk_fetch_window(chunks, self.claim_window).as_secs()
             }),
+            opening_read_delay_seconds: opening_reads.map(|reads| reads.delay.as_secs()),
+            opening_read_spread_seconds: opening_reads.map(|reads| reads.spread.as_secs()),
+            first_call_at: self
+                .first_call_at
+                .filter(|_| published && state != PublicState::PreQueue)
+                .map(rfc3339),
             restored_at: self.restored_at.map(rfc3339),
             updated_at: rfc3339(now),
         }
@@ -262,6 +334,9 @@ mod tests {
             entrants: Some(5_000),
             revealed_seed: Some("s".repeat(64)),
             restored_at: None,
+            pre_queue: None,
+            edge_budget: wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
+            first_call_at: None,
         }
     }
 
@@ -359,6 +434,59 @@ mod tests {
         assert!(json.get("chunkFetchWindowSeconds").is_none(), "{json}");
         let read: EventStatus = serde_json::from_value(json).unwrap();
         assert_eq!(read.chunk_fetch_window_seconds, None);
+    }
+
+    #[test]
+    fn a_big_pre_queue_learns_its_paced_opening_and_waits_for_the_first_call() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut given = inputs(now);
+        given.opens_at = now + Duration::from_secs(30);
+        given.revealed_seed = None;
+        given.entrants = None;
+        // 500,000 in the pre-queue: the usual 10 s, nothing said.
+        given.pre_queue = Some(500_000);
+        let json = serde_json::to_value(given.status("gala", now)).unwrap();
+        assert!(json.get("openingReadSpreadSeconds").is_none(), "{json}");
+        // 10 M at 150,000 a second: from 80 s after the opening, over 134 s; each client's
+        // read is in there.
+        given.pre_queue = Some(10_000_000);
+        given.edge_budget = 150_000;
+        let before = given.status("gala", now);
+        let json = serde_json::to_value(&before).unwrap();
+        assert_eq!(json["openingReadDelaySeconds"], 80);
+        assert_eq!(json["openingReadSpreadSeconds"], 134);
+        assert_eq!(
+            before.next_read_jittered(0, now, 0.0),
+            Duration::from_secs(30 + 80)
+        );
+        assert_eq!(
+            before.next_read_jittered(0, now, 1.0),
+            Duration::from_secs(30 + 80 + 134)
+        );
+        // After the draw: the first call 200 s away; number 100 at 40 a second is 2.5 s past
+        // it, and reads accordingly (a tenth of 202 s), not every 5 s while nothing moves.
+        let opened = now + Duration::from_secs(60);
+        given.opens_at = now;
+        given.serving = 0;
+        given.entrants = Some(10_000_000);
+        given.revealed_seed = Some("s".repeat(64));
+        given.first_call_at = Some(opened + Duration::from_secs(200));
+        let after = given.status("gala", opened);
+        assert_eq!(
+            after.first_call_at.as_deref(),
+            Some(rfc3339(opened + Duration::from_secs(200)).as_str())
+        );
+        assert!(after.opening_read_spread_seconds.is_none());
+        assert_eq!(after.eta_at(100, opened), Duration::from_millis(202_500));
+        assert_eq!(after.next_read(100, opened), Duration::from_secs(21));
+        assert_eq!(
+            after.eta_at(100, opened + Duration::from_secs(300)),
+            after.eta(100)
+        );
+        // A client's chunk comes within the window the status gives.
+        assert_eq!(after.chunk_fetch_window_seconds, Some(20));
+        assert_eq!(after.chunk_fetch_delay(0.5), Duration::from_secs(10));
+        assert_eq!(after.chunk_fetch_delay(f64::NAN), Duration::from_secs(10));
     }
 
     #[test]

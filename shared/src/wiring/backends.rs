@@ -7,7 +7,6 @@ use std::sync::Arc;
 use crate::adapters::dynamo::event_records::DynamoEventRecords;
 use crate::adapters::dynamo::DynamoLedger;
 use crate::adapters::redis::availability::RedisAvailability;
-use crate::adapters::redis::connection::RedisSettings;
 use crate::adapters::redis::queue::RedisQueue;
 use crate::application::admit::AdmissionPorts;
 use crate::application::confirm::ConfirmApi;
@@ -39,16 +38,9 @@ impl Queue {
         Self { queue, records }
     }
 
-    /// Over the Redis and the events table a function's settings name (the connection is made
-    /// on first use).
-    pub fn open(
-        redis: &RedisSettings,
-        events: &EventsTableConfig,
-    ) -> Result<Self, redis::RedisError> {
-        Ok(Self::new(
-            Arc::new(RedisQueue::open(redis)?),
-            Arc::new(events.records()),
-        ))
+    /// Over `queue` and the events table a function's settings name.
+    pub fn open(queue: RedisQueue, events: &EventsTableConfig) -> Self {
+        Self::new(Arc::new(queue), Arc::new(events.records()))
     }
 
     /// Putting an event and its customers back after a cache loss.

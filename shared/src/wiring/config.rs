@@ -23,7 +23,9 @@
 //! | `refund` | [`RefundConfig`]: the tables, the payment provider, the refund queue |
 //!
 //! Secrets come from Secrets Manager (`*_SECRET_ARN`) or, locally, as literals (see
-//! [`crate::adapters::secret_source`]).
+//! [`crate::adapters::secret_source`]). Each function that uses Redis may also name its own
+//! Redis user (`REDIS_USER`, with `LINEUP_REDIS_PASSWORD_SECRET_ARN`; docs/decisions/0026),
+//! as every one does in AWS; without one it connects as the default user, as locally.
 
 use std::time::Duration;
 
@@ -31,7 +33,9 @@ use aws_sdk_dynamodb::config::Credentials;
 
 use crate::adapters::aws::AwsSettings;
 use crate::adapters::dynamo::{MissingTable, TableNames};
-use crate::adapters::redis::connection::{RedisSettings, REDIS_DEFAULT_TIMEOUT};
+use crate::adapters::redis::connection::{
+    RedisSettings, RedisUser, UnusableRedisPassword, REDIS_DEFAULT_TIMEOUT,
+};
 use crate::adapters::secret_source::KeySource;
 use crate::adapters::secrets_manager::SecretRef;
 use crate::adapters::sqs::PublisherConfig;
@@ -69,6 +73,13 @@ pub const REQUIRED_CLAIM: &str = "LINEUP_REQUIRED_CLAIM";
 pub const ORIGIN_SECRET: &str = "LINEUP_ORIGIN_SECRET";
 /// The ARN of the origin secret's secret in Secrets Manager (AWS).
 pub const ORIGIN_SECRET_ARN: &str = "LINEUP_ORIGIN_SECRET_ARN";
+/// The Redis user a function signs in as (its own, in AWS: docs/decisions/0026). Unset or
+/// empty: the default user (`lineup dev`, the local stack).
+pub const REDIS_USER: &str = "REDIS_USER";
+/// That user's password, literal: local runs only.
+pub const REDIS_PASSWORD: &str = "LINEUP_REDIS_PASSWORD";
+/// The ARN of that user's password in Secrets Manager (AWS).
+pub const REDIS_PASSWORD_SECRET_ARN: &str = "LINEUP_REDIS_PASSWORD_SECRET_ARN";
 
 /// Why a function's settings are refused: it stops at cold start, naming the variable.
 #[derive(Debug, thiserror::Error)]
@@ -124,6 +135,9 @@ pub enum ConfigError {
     /// The literal Stripe webhook secret is too short.
     #[error("environment variable LINEUP_STRIPE_WEBHOOK_SECRET is not usable")]
     StripeWebhookSecret(#[source] SecretTooShort),
+    /// The literal Redis password is not one.
+    #[error("environment variable LINEUP_REDIS_PASSWORD is not usable")]
+    RedisPassword(#[source] UnusableRedisPassword),
 }
 
 impl From<MissingTable> for ConfigError {
@@ -167,6 +181,35 @@ impl RedisSettings {
             timeout: millis(lookup, "REDIS_TIMEOUT_MS", REDIS_DEFAULT_TIMEOUT)?,
             cluster,
         })
+    }
+}
+
+/// The function's own Redis user (`REDIS_USER`) and its password's source, or `None` for the
+/// default user: a user without a password, or a password without a user, is refused here.
+fn redis_user(lookup: &impl Fn(&str) -> Option<String>) -> Result<Option<RedisUser>, ConfigError> {
+    let password = optional_secret(
+        lookup,
+        REDIS_PASSWORD,
+        REDIS_PASSWORD_SECRET_ARN,
+        ConfigError::RedisPassword,
+    )?;
+    let name = lookup(REDIS_USER).filter(|name| !name.is_empty());
+    match (name, password) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(ConfigError::Missing(REDIS_USER)),
+        (Some(_), None) => Err(ConfigError::NoSecretSource {
+            literal: REDIS_PASSWORD,
+            arn: REDIS_PASSWORD_SECRET_ARN,
+        }),
+        (Some(name), Some(_))
+            if name.len() > 128 || !name.bytes().all(|b| b.is_ascii_graphic()) =>
+        {
+            Err(ConfigError::Invalid {
+                name: REDIS_USER,
+                reason: "expected a Redis user name (printable, no spaces)".to_owned(),
+            })
+        }
+        (Some(name), Some(password)) => Ok(Some(RedisUser { name, password })),
     }
 }
 
@@ -263,6 +306,8 @@ impl LedgerConfig {
 pub struct QueueFunctionConfig {
     /// How to reach the queue's Redis.
     pub redis: RedisSettings,
+    /// The function's own Redis user; `None`: the default user (local runs).
+    pub redis_user: Option<RedisUser>,
     /// Derives queue ids and signs access tokens.
     pub signing_key: KeySource<SigningKey>,
 }
@@ -277,6 +322,7 @@ impl QueueFunctionConfig {
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
+            redis_user: redis_user(lookup)?,
             signing_key: signing_key(lookup)?,
         })
     }
@@ -344,6 +390,8 @@ impl PollConfig {
 pub struct StatusConfig {
     /// How to reach Redis: the status documents and the seat map.
     pub redis: RedisSettings,
+    /// The function's own Redis user; `None`: the default user (local runs).
+    pub redis_user: Option<RedisUser>,
     /// The published draw, the layouts, and whether an event exists durably.
     pub events: EventsTableConfig,
     /// The origin secret's source; `None`: every request is let through (local runs).
@@ -360,6 +408,7 @@ impl StatusConfig {
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
+            redis_user: redis_user(lookup)?,
             events: EventsTableConfig::from_lookup(lookup)?,
             origin: origin_secret(lookup)?,
         })
@@ -444,6 +493,8 @@ impl HoldConfig {
 pub struct ConfirmConfig {
     /// How to reach Redis: admissions to end, events' ticket limits.
     pub redis: RedisSettings,
+    /// The function's own Redis user; `None`: the default user (local runs).
+    pub redis_user: Option<RedisUser>,
     /// The seats, orders and outbox tables.
     pub ledger: LedgerConfig,
     /// Shared with the payment provider: verifies its webhooks.
@@ -464,6 +515,7 @@ impl ConfirmConfig {
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
+            redis_user: redis_user(lookup)?,
             ledger: LedgerConfig::from_lookup(lookup)?,
             webhook_secret: KeySource::from_lookup(
                 lookup,
@@ -488,6 +540,8 @@ impl ConfirmConfig {
 pub struct AdmitConfig {
     /// How to reach the queue's Redis.
     pub redis: RedisSettings,
+    /// The function's own Redis user; `None`: the default user (local runs).
+    pub redis_user: Option<RedisUser>,
     /// Cursors, number ranges, restores and the published draw.
     pub events: EventsTableConfig,
     /// The seats table, read (by key) only to rebuild a lost availability projection.
@@ -496,6 +550,13 @@ pub struct AdmitConfig {
     pub tick: Duration,
     /// `ADMIT_RUN_MS`: how long one invocation ticks (under the schedule's minute).
     pub run: Duration,
+    /// `EDGE_OPENING_REQUESTS_PER_SECOND`: what a big pre-queue's opening may take at the edge
+    /// (`wait_policy::opening_reads`); the default unless CloudFront's quota was raised.
+    pub edge_budget: u64,
+    /// The local disk (`/tmp`) the pre-queue draw may use: the function's `EphemeralStorage`
+    /// (`EPHEMERAL_STORAGE_MB`, 512 to 10,240; Lambda's default 512 when unset) less 64 MiB
+    /// kept for anything else.
+    pub draw_disk_bytes: u64,
 }
 
 impl AdmitConfig {
@@ -513,11 +574,48 @@ impl AdmitConfig {
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
+            redis_user: redis_user(lookup)?,
             events: EventsTableConfig::from_lookup(lookup)?,
             ledger: LedgerConfig::from_lookup(lookup)?,
             tick: millis(lookup, "ADMIT_TICK_MS", Self::DEFAULT_TICK)?,
             run: millis(lookup, "ADMIT_RUN_MS", Self::DEFAULT_RUN)?,
+            edge_budget: match lookup("EDGE_OPENING_REQUESTS_PER_SECOND") {
+                None => crate::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
+                Some(raw) => {
+                    raw.parse()
+                        .ok()
+                        .filter(|n: &u64| *n > 0)
+                        .ok_or(ConfigError::Invalid {
+                            name: "EDGE_OPENING_REQUESTS_PER_SECOND",
+                            reason: "a positive number of requests a second".to_owned(),
+                        })?
+                }
+            },
+            draw_disk_bytes: match lookup("EPHEMERAL_STORAGE_MB") {
+                None => crate::application::admit::pre_queue_draw::DEFAULT_DISK_BYTES,
+                Some(raw) => {
+                    let mib = raw
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|mib| (512..=10_240).contains(mib))
+                        .ok_or(ConfigError::Invalid {
+                            name: "EPHEMERAL_STORAGE_MB",
+                            reason: "the function's EphemeralStorage, 512 to 10240 MiB".to_owned(),
+                        })?;
+                    (mib - 64) * 1024 * 1024
+                }
+            },
         })
+    }
+
+    /// How each invocation runs.
+    pub fn pace(&self) -> crate::application::admit::AdmitPace {
+        crate::application::admit::AdmitPace {
+            run: self.run,
+            tick: self.tick,
+            edge_budget: self.edge_budget,
+            draw_disk_bytes: self.draw_disk_bytes,
+        }
     }
 }
 
@@ -526,6 +624,8 @@ impl AdmitConfig {
 pub struct ExpireConfig {
     /// How to reach Redis: seat counts, open events, closing sold-out queues.
     pub redis: RedisSettings,
+    /// The function's own Redis user; `None`: the default user (local runs).
+    pub redis_user: Option<RedisUser>,
     /// The orders and seats tables the sweep writes.
     pub ledger: LedgerConfig,
 }
@@ -540,6 +640,7 @@ impl ExpireConfig {
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
+            redis_user: redis_user(lookup)?,
             ledger: LedgerConfig::from_lookup(lookup)?,
         })
     }
@@ -712,6 +813,8 @@ impl RefundConfig {
 pub struct AvailabilityConfig {
     /// How to reach the Redis that holds the projection.
     pub redis: RedisSettings,
+    /// The function's own Redis user; `None`: the default user (local runs).
+    pub redis_user: Option<RedisUser>,
 }
 
 impl AvailabilityConfig {
@@ -724,6 +827,7 @@ impl AvailabilityConfig {
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Ok(Self {
             redis: RedisSettings::from_lookup(lookup)?,
+            redis_user: redis_user(lookup)?,
         })
     }
 }
@@ -1040,6 +1144,37 @@ mod tests {
                 ..
             })
         ));
+        let admit = |more: &[(&'static str, &'static str)]| {
+            AdmitConfig::from_lookup(&lookup(&with(
+                &[EVENTS.as_slice(), TABLES.as_slice(), AWS.as_slice()].concat(),
+                &[[("REDIS_URL", "redis://x")].as_slice(), more].concat(),
+            )))
+        };
+        let pace = admit(&[]).unwrap().pace();
+        assert_eq!(
+            pace.edge_budget,
+            crate::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND
+        );
+        assert_eq!(pace.draw_disk_bytes, 448 * 1024 * 1024);
+        let pace = admit(&[
+            ("EDGE_OPENING_REQUESTS_PER_SECOND", "600000"),
+            ("EPHEMERAL_STORAGE_MB", "1536"),
+        ])
+        .unwrap()
+        .pace();
+        assert_eq!(pace.edge_budget, 600_000);
+        assert_eq!(pace.draw_disk_bytes, 1_472 * 1024 * 1024);
+        for (name, bad) in [
+            ("EDGE_OPENING_REQUESTS_PER_SECOND", "0"),
+            ("EDGE_OPENING_REQUESTS_PER_SECOND", "lots"),
+            ("EPHEMERAL_STORAGE_MB", "100"),
+            ("EPHEMERAL_STORAGE_MB", "20000"),
+        ] {
+            assert!(
+                matches!(admit(&[(name, bad)]), Err(ConfigError::Invalid { name: n, .. }) if n == name),
+                "{name}={bad}"
+            );
+        }
         assert!(matches!(
             AdmitConfig::from_lookup(&lookup(&with(
                 &[EVENTS.as_slice(), TABLES.as_slice(), AWS.as_slice()].concat(),
@@ -1088,6 +1223,80 @@ mod tests {
             ExpireConfig::from_lookup(&lookup(&with(&AWS, &[("REDIS_URL", "redis://x")]))),
             Err(ConfigError::Missing("SEATS_TABLE"))
         ));
+    }
+
+    #[test]
+    fn a_redis_user_comes_with_its_password_or_not_at_all() {
+        const PASSWORD: &str = "redis-password-of-the-status-user";
+        let status = |more: &[(&'static str, &'static str)]| {
+            StatusConfig::from_lookup(&lookup(&with(
+                &with(&[("REDIS_URL", "rediss://cache:6379")], &EVENTS),
+                more,
+            )))
+        };
+        // Neither (local runs), or both empty (events/env.json): the default user.
+        assert!(status(&[]).unwrap().redis_user.is_none());
+        assert!(status(&[(REDIS_USER, ""), (REDIS_PASSWORD_SECRET_ARN, "")])
+            .unwrap()
+            .redis_user
+            .is_none());
+        // AWS: the user's name and its password's secret.
+        let user = status(&[
+            (REDIS_USER, "lineup-status"),
+            (REDIS_PASSWORD_SECRET_ARN, ARN),
+        ])
+        .unwrap()
+        .redis_user
+        .expect("a user");
+        assert_eq!(user.name, "lineup-status");
+        assert!(
+            matches!(user.password, KeySource::SecretsManager(ref secret) if secret.secret_id == ARN)
+        );
+        // Locally, the password itself may be given.
+        assert!(matches!(
+            status(&[(REDIS_USER, "lineup-status"), (REDIS_PASSWORD, PASSWORD)])
+                .unwrap()
+                .redis_user
+                .map(|user| user.password),
+            Some(KeySource::Literal(_))
+        ));
+        // One without the other, a password too short, or a name with a space: refused at start.
+        assert!(matches!(
+            status(&[(REDIS_USER, "lineup-status")]),
+            Err(ConfigError::NoSecretSource {
+                literal: REDIS_PASSWORD,
+                arn: REDIS_PASSWORD_SECRET_ARN
+            })
+        ));
+        assert!(matches!(
+            status(&[(REDIS_PASSWORD_SECRET_ARN, ARN)]),
+            Err(ConfigError::Missing(REDIS_USER))
+        ));
+        assert!(matches!(
+            status(&[(REDIS_USER, "lineup-status"), (REDIS_PASSWORD, "short")]),
+            Err(ConfigError::RedisPassword(_))
+        ));
+        assert!(matches!(
+            status(&[(REDIS_USER, "lineup status"), (REDIS_PASSWORD, PASSWORD)]),
+            Err(ConfigError::Invalid {
+                name: REDIS_USER,
+                ..
+            })
+        ));
+        // Every function that uses Redis reads it the same way.
+        let both = [(REDIS_USER, "lineup-x"), (REDIS_PASSWORD, PASSWORD)];
+        assert!(AvailabilityConfig::from_lookup(&lookup(&with(
+            &[("REDIS_URL", "redis://x")],
+            &both
+        )))
+        .unwrap()
+        .redis_user
+        .is_some());
+        let printed = format!(
+            "{:?}",
+            status(&[(REDIS_USER, "lineup-status"), (REDIS_PASSWORD, PASSWORD)]).unwrap()
+        );
+        assert!(!printed.contains(PASSWORD), "{printed}");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use lambda_runtime::{service_fn, LambdaEvent};
 use serde_json::Value;
 
 use crate::adapters::aws;
+use crate::adapters::redis::connection::{RedisSettings, RedisUser};
 use crate::adapters::redis::queue::RedisQueue;
 use crate::adapters::secret_source::origin_guard;
 use crate::adapters::sqs::{SqsPublisher, SqsRetries};
@@ -35,7 +36,8 @@ pub async fn join() -> Result<(), Error> {
     logging::init();
     let config = JoinConfig::from_env()?;
     let origin = origin_guard(config.origin.clone()).await?;
-    let queue = Queue::open(&config.queue.redis, &config.events)?;
+    let redis = redis_queue(&config.queue.redis, config.queue.redis_user.clone()).await?;
+    let queue = Queue::open(redis, &config.events);
     let key = config.queue.signing_key.load().await?;
     let api = queue.queue_api(key, Arc::new(SystemClock), config.required_claim);
     serve_http(origin, move |request| {
@@ -54,7 +56,8 @@ pub async fn poll() -> Result<(), Error> {
     logging::init();
     let config = PollConfig::from_env()?;
     let origin = origin_guard(config.origin.clone()).await?;
-    let queue = Queue::open(&config.queue.redis, &config.events)?;
+    let redis = redis_queue(&config.queue.redis, config.queue.redis_user.clone()).await?;
+    let queue = Queue::open(redis, &config.events);
     let key = config.queue.signing_key.load().await?;
     let api = queue.queue_api(key, Arc::new(SystemClock), None);
     serve_http(origin, move |request| {
@@ -72,7 +75,8 @@ pub async fn hold() -> Result<(), Error> {
     logging::init();
     let config = HoldConfig::from_env()?;
     let origin = origin_guard(config.origin.clone()).await?;
-    let queue = Queue::open(&config.queue.redis, &config.events)?;
+    let redis = redis_queue(&config.queue.redis, config.queue.redis_user.clone()).await?;
+    let queue = Queue::open(redis, &config.events);
     let key = config.queue.signing_key.load().await?;
     let api = queue.hold_api(Arc::new(config.ledger.ledger()), key, Arc::new(SystemClock));
     serve_http(origin, move |request| {
@@ -91,7 +95,7 @@ pub async fn confirm() -> Result<(), Error> {
     let config = ConfirmConfig::from_env()?;
     let origin = origin_guard(config.origin.clone()).await?;
     // The webhook reads no events table: the queue's records are never touched here.
-    let queue = Arc::new(RedisQueue::open(&config.redis)?);
+    let queue = Arc::new(redis_queue(&config.redis, config.redis_user.clone()).await?);
     let secret = config.webhook_secret.load().await?;
     let mut api = backends::confirm_api(
         queue,
@@ -121,7 +125,8 @@ pub async fn status() -> Result<(), Error> {
     logging::init();
     let config = StatusConfig::from_env()?;
     let origin = origin_guard(config.origin.clone()).await?;
-    let api = Queue::open(&config.redis, &config.events)?.status_api();
+    let redis = redis_queue(&config.redis, config.redis_user.clone()).await?;
+    let api = Queue::open(redis, &config.events).status_api();
     serve_http(origin, move |request| {
         let api = api.clone();
         async move { status::handle(&api, request).await }
@@ -133,21 +138,18 @@ pub async fn status() -> Result<(), Error> {
 pub async fn admit() -> Result<(), Error> {
     logging::init();
     let config = AdmitConfig::from_env()?;
+    // The statuses it writes and the draws it makes pace a big opening alike.
+    let queue = redis_queue(&config.redis, config.redis_user.clone())
+        .await?
+        .with_edge_budget(config.edge_budget);
     let admit = Admit::new(
-        Queue::open(&config.redis, &config.events)?,
+        Queue::new(Arc::new(queue), Arc::new(config.events.records())),
         Some(Arc::new(config.ledger.ledger())),
     );
     let rebuild = admit.rebuild();
     let (admit, rebuild, config) = (&admit, rebuild.as_ref(), &config);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
-        admit::admit_for_invocation(
-            admit.ports(rebuild),
-            &SystemClock,
-            config.run,
-            config.tick,
-            event,
-        )
-        .await
+        admit::admit_for_invocation(admit.ports(rebuild), &SystemClock, &config.pace(), event).await
     }))
     .await
 }
@@ -158,7 +160,7 @@ pub async fn expire() -> Result<(), Error> {
     let config = ExpireConfig::from_env()?;
     let expire = Expire::new(
         Arc::new(config.ledger.ledger()),
-        Arc::new(RedisQueue::open(&config.redis)?),
+        Arc::new(redis_queue(&config.redis, config.redis_user.clone()).await?),
     );
     let expiry = expire.expiry(&SystemClock);
     let expiry = &expiry;
@@ -172,7 +174,9 @@ pub async fn expire() -> Result<(), Error> {
 pub async fn availability() -> Result<(), Error> {
     logging::init();
     let config = AvailabilityConfig::from_env()?;
-    let seat_map = RedisQueue::open(&config.redis)?.availability_board();
+    let seat_map = redis_queue(&config.redis, config.redis_user.clone())
+        .await?
+        .availability_board();
     let seat_map = &seat_map;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         availability::handle(seat_map, event).await
@@ -258,6 +262,20 @@ pub async fn refund() -> Result<(), Error> {
         Ok::<_, Error>(refund::handle_batch(&ports, batch).await)
     }))
     .await
+}
+
+/// The queue adapter over the Redis `settings` name, signed in as the function's own Redis
+/// user when it has one (its password fetched now, at cold start: one it cannot read stops the
+/// function here), else as the default user (local runs). The connection is made on first use.
+async fn redis_queue(
+    settings: &RedisSettings,
+    user: Option<RedisUser>,
+) -> Result<RedisQueue, Error> {
+    let credentials = match user {
+        Some(user) => Some(user.sign_in().await?),
+        None => None,
+    };
+    Ok(RedisQueue::open_as(settings, credentials.as_ref())?)
 }
 
 /// The Stripe adapter, with Lineup's key as fetched at cold start (a rotated key reaches new

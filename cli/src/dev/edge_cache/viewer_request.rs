@@ -10,8 +10,11 @@
 //! word in another case or percent-encoded), a path or method no route has (404
 //! `route_not_found`), a malformed `eventId` ([`EventId::parse`]; percent-encoded forms
 //! included, so one event has one cache key), draw `prefix` (1-6 lowercase hex digits) or layout
-//! `version` (16): the origin's own 400 and code. The public routes' refusals carry the origin's
-//! `Cache-Control` for a miss (5 s); the customer routes' none, as the origin's.
+//! `version` (16): the origin's own 400 and code. Then, for a well-formed request, an `eventId`
+//! the store of live events does not hold ([`KnowsLiveEvents`]: CloudFront's KeyValueStore in
+//! AWS, [`super::live_events::LiveEventSet`] here): the origin's 404 `event_not_found`. A lookup
+//! that fails lets the request through, as the function does. The public routes' refusals carry
+//! the origin's `Cache-Control` for a miss (5 s); the customer routes' none, as the origin's.
 
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -50,8 +53,39 @@ const NOT_A_ROUTE: Refusal = Refusal {
     cache_control: Some(MISS),
 };
 
-/// The function's decision for `method` and `path` (as received: not percent-decoded, no query).
-pub fn decide(method: &Method, path: &str) -> Verdict {
+/// The origin's code for an event it does not have.
+const UNKNOWN_EVENT_CODE: &str = "event_not_found";
+
+/// What the store of live events answers for an event id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// The store holds the id: on to the cache and the origin.
+    Live,
+    /// The store does not hold it: answered at the edge, 404 `event_not_found`.
+    Unknown,
+    /// The store did not answer (throttled, not yet propagated, not yet read): on to the origin,
+    /// which knows every event.
+    Failed,
+}
+
+/// The store of live events the function reads: CloudFront's KeyValueStore in AWS.
+pub trait KnowsLiveEvents {
+    /// Whether `event` (a well-formed id) is live.
+    fn lookup(&self, event: &str) -> Lookup;
+}
+
+/// A store that never answers: every well-formed request goes on to the origin.
+pub struct NoStore;
+
+impl KnowsLiveEvents for NoStore {
+    fn lookup(&self, _event: &str) -> Lookup {
+        Lookup::Failed
+    }
+}
+
+/// The function's decision for `method` and `path` (as received: not percent-decoded, no query),
+/// the event ids looked up in `live_events`.
+pub fn decide(method: &Method, path: &str, live_events: &dyn KnowsLiveEvents) -> Verdict {
     let Some(rest) = path.strip_prefix('/') else {
         return Verdict::Refuse(NOT_A_ROUTE);
     };
@@ -66,7 +100,10 @@ pub fn decide(method: &Method, path: &str) -> Verdict {
     match route {
         // No such path, or not with this method: API Gateway's 404 too.
         None => Verdict::Refuse(NOT_A_ROUTE),
-        Some(route) => check_parameters(&route, &segments),
+        Some(route) => match check_parameters(&route, &segments) {
+            Verdict::Pass => check_event_is_live(&route, &segments, live_events),
+            refused => refused,
+        },
     }
 }
 
@@ -110,6 +147,50 @@ fn check_parameters(route: &Route, segments: &[&str]) -> Verdict {
     Verdict::Pass
 }
 
+/// Refuses a (well-formed) `eventId` the store does not hold; passes one it holds, a route
+/// without one, and any request whose lookup fails.
+fn check_event_is_live(
+    route: &Route,
+    segments: &[&str],
+    live_events: &dyn KnowsLiveEvents,
+) -> Verdict {
+    let template = route.path.trim_start_matches('/').split('/');
+    let Some((_, event)) = template
+        .zip(segments)
+        .find(|(name, _)| *name == "{eventId}")
+    else {
+        return Verdict::Pass;
+    };
+    match live_events.lookup(event) {
+        Lookup::Live | Lookup::Failed => Verdict::Pass,
+        Lookup::Unknown => Verdict::Refuse(Refusal {
+            status: StatusCode::NOT_FOUND,
+            code: UNKNOWN_EVENT_CODE,
+            message: "no on-sale event with this id",
+            cache_control: route.cached().then_some(MISS),
+        }),
+    }
+}
+
+/// `lineup dev`'s edge: [`decide`] over the stand-in's set of live events, except that an id
+/// the set does not hold is decided again once the set holds a read that began after the
+/// request `arrived` (a second at most): an event opened a moment ago by another process is let
+/// through, not refused while the set catches up (see [`super::live_events`]).
+pub async fn decide_at_dev_edge(
+    method: &Method,
+    path: &str,
+    live_events: &super::live_events::LiveEventSet,
+    arrived: std::time::Instant,
+) -> Verdict {
+    match decide(method, path, live_events) {
+        Verdict::Refuse(refusal) if refusal.code == UNKNOWN_EVENT_CODE => {
+            live_events.read_since(arrived).await;
+            decide(method, path, live_events)
+        }
+        verdict => verdict,
+    }
+}
+
 fn lowercase_hex(text: &str, lengths: std::ops::RangeInclusive<usize>) -> bool {
     lengths.contains(&text.len()) && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
@@ -134,7 +215,7 @@ impl IntoResponse for Refusal {
 /// What the function answers a request no route of the local router took: always a refusal
 /// (unless the tables disagree, which the tests below would show), never the origin.
 pub async fn unrouted(method: Method, uri: axum::http::Uri) -> Response {
-    match decide(&method, uri.path()) {
+    match decide(&method, uri.path(), &NoStore) {
         Verdict::Refuse(refusal) => refusal,
         Verdict::Pass => NOT_A_ROUTE,
     }
@@ -153,8 +234,31 @@ mod tests {
     const CASES: &str = include_str!("../../../../edge/cases.json");
 
     #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     struct Cases {
+        /// What the store of live events holds.
+        live_events: Vec<String>,
+        /// The ids whose lookup fails.
+        lookup_fails: Vec<String>,
         cases: Vec<Case>,
+    }
+
+    /// The table's store: its `liveEvents`, failing for its `lookupFails`.
+    struct TableStore {
+        live_events: Vec<String>,
+        lookup_fails: Vec<String>,
+    }
+
+    impl KnowsLiveEvents for TableStore {
+        fn lookup(&self, event: &str) -> Lookup {
+            if self.lookup_fails.iter().any(|failing| failing == event) {
+                Lookup::Failed
+            } else if self.live_events.iter().any(|live| live == event) {
+                Lookup::Live
+            } else {
+                Lookup::Unknown
+            }
+        }
     }
 
     #[derive(Deserialize)]
@@ -176,16 +280,26 @@ mod tests {
         },
     }
 
+    fn table() -> Cases {
+        serde_json::from_str::<Cases>(CASES).expect("edge/cases.json is a table of cases")
+    }
+
     fn cases() -> Vec<Case> {
-        serde_json::from_str::<Cases>(CASES)
-            .expect("edge/cases.json is a table of cases")
-            .cases
+        table().cases
     }
 
     /// The same table the JavaScript is run against: every case decided as it says.
     #[test]
     fn every_case_of_the_shared_table_is_decided_as_the_function_decides_it() {
-        let cases = cases();
+        let Cases {
+            live_events,
+            lookup_fails,
+            cases,
+        } = table();
+        let store = TableStore {
+            live_events,
+            lookup_fails,
+        };
         assert!(cases.len() >= 50, "{} cases", cases.len());
         for case in cases {
             let (method, path) = case
@@ -193,7 +307,7 @@ mod tests {
                 .split_once(' ')
                 .expect("a case is `METHOD path`");
             let method = Method::from_bytes(method.as_bytes()).expect("a method");
-            let verdict = decide(&method, path);
+            let verdict = decide(&method, path, &store);
             let context = format!("{} ({})", case.request, case.why);
             match case.outcome {
                 Outcome::Pass(pass) => {

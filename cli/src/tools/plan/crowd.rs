@@ -65,12 +65,27 @@ pub fn simulate(on_sale: &OnSale) -> Crowd {
     let time_in_store = on_sale.shopping_seconds.min(on_sale.session_seconds);
     let pre_queue = on_sale.pre_queue();
     // The page's opening (`lineup::domain::wait_policy`): each pre-queue entrant reads the
-    // status once at a moment of its own within `opening_spread` after the opening, then
-    // fetches its chunk at a moment of its own within `fetch_window` of that read.
-    let opening_spread = wait_policy::OPENING_READ_SPREAD.as_secs_f64();
+    // status once at a moment of its own within `opening_spread`, `opening_delay` after the
+    // opening, then fetches its chunk at a moment of its own within `fetch_window` of that
+    // read. A pre-queue too big for 10 s is paced to the edge budget: its reads start when the
+    // draw should be out, and nobody is called before `first_call` (the draw published at
+    // `opening_delay`, as estimated).
+    let reads = wait_policy::opening_reads(pre_queue as u64, on_sale.edge_budget);
+    let (opening_delay, opening_spread) = (reads.delay.as_secs_f64(), reads.spread.as_secs_f64());
     let chunks = super::operations::draw_chunks(pre_queue) as u64;
     let claim_window = lineup::domain::event_settings::EventSettings::DEFAULT_CLAIM_WINDOW;
     let fetch_window = wait_policy::chunk_fetch_window(chunks, claim_window).as_secs_f64();
+    let opens = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+    let first_call = wait_policy::first_call_at(
+        opens,
+        opens + reads.delay,
+        pre_queue as u64,
+        claim_window,
+        on_sale.edge_budget,
+    )
+    .duration_since(opens)
+    .unwrap_or_default()
+    .as_secs_f64();
 
     let mut moments = Vec::new();
     let mut t = first_arrival;
@@ -91,7 +106,7 @@ pub fn simulate(on_sale: &OnSale) -> Crowd {
         // Shoppers finish (pay, give up or lapse) and free their slots; the admitter fills
         // the free slots at the event's rate until the seats are sold.
         let leaving = active * (step / time_in_store).min(1.0);
-        let admitting = if t >= 0.0 && queue_open && sold_out_at.is_none() {
+        let admitting = if t >= first_call && queue_open && sold_out_at.is_none() {
             let free_slots = (on_sale.max_active - active + leaving).max(0.0);
             (on_sale.admit_rate * step).min(free_slots).min(waiting)
         } else {
@@ -120,18 +135,42 @@ pub fn simulate(on_sale: &OnSale) -> Crowd {
             } else {
                 0.0
             }
-        } else if t < opening_spread {
-            // The pre-queue's one read after the opening, spread over `opening_spread`; whoever
-            // else waits (joined since the opening) reads as usual.
-            pre_queue * overlap(t, t + step, 0.0, opening_spread) / opening_spread / step
-                + status_polling::reads_per_second((waiting - pre_queue).max(0.0), admitting / step)
+        } else if t < opening_delay + opening_spread {
+            // The pre-queue's one read after the opening, spread over `opening_spread`; those who
+            // read it already (they hold their numbers) and whoever else waits (joined since
+            // the opening) read as usual: at the event's rate's pace (while nobody is called
+            // yet, an ETA shorter than theirs: more reads, not fewer).
+            let share_read =
+                overlap(0.0, t, opening_delay, opening_delay + opening_spread) / opening_spread;
+            let unread = pre_queue * (1.0 - share_read);
+            pre_queue * overlap(t, t + step, opening_delay, opening_delay + opening_spread)
+                / opening_spread
+                / step
+                + status_polling::reads_per_second_before_first_call(
+                    (waiting - unread).max(0.0),
+                    on_sale.admit_rate,
+                    first_call - t,
+                )
+        } else if t < first_call {
+            // Everyone holds a number; nobody is called yet: every ETA counts the wait too.
+            status_polling::reads_per_second_before_first_call(
+                waiting,
+                on_sale.admit_rate,
+                first_call - t,
+            )
         } else {
             status_polling::reads_per_second(waiting, admitting / step)
         };
         // Each pre-queue entrant fetches its number at its read's moment plus a moment within
         // the fetch window: the sum of two uniform delays.
-        let draw_chunk_reads =
-            pre_queue * opening_fetch_share(t, t + step, opening_spread, fetch_window) / step;
+        let draw_chunk_reads = pre_queue
+            * opening_fetch_share(
+                t - opening_delay,
+                t + step - opening_delay,
+                opening_spread,
+                fetch_window,
+            )
+            / step;
 
         moments.push(CrowdMoment {
             seconds_from_opening: t,
@@ -261,9 +300,17 @@ mod tests {
                 .status_reads
         };
         // In the last 50 s before the opening nobody reads; just after it the 50,000 read
-        // once each within 10 s: 5,000 a second (and the few who joined since, as usual).
+        // once each within 10 s: 5,000 a second. Those who read already hold their numbers and
+        // read as everyone waiting does, with the few who joined since: at second 3, the
+        // 15,000 who read and the 500 who joined, less the 300 admitted, at 100 a second.
         assert_eq!(at(-10.0), 0.0);
-        assert!((5_000.0..5_100.0).contains(&at(3.0)), "{}", at(3.0));
+        let numbered = status_polling::reads_per_second(15_000.0 + 500.0 - 300.0, 100.0);
+        assert!(
+            (at(3.0) - 5_000.0 - numbered).abs() < 60.0,
+            "{} vs {}",
+            at(3.0),
+            5_000.0 + numbered
+        );
         // 4 minutes before, mid-step: ETA 239.5 s, a tenth 23.95 s: once a minute.
         let early = crowd
             .moments
@@ -272,6 +319,47 @@ mod tests {
             .unwrap();
         let waiting_early = 100_000.0 / 600.0 * 61.0;
         assert!((early.status_reads - waiting_early / 60.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn a_pre_queue_too_big_for_ten_seconds_is_paced_and_called_after_it() {
+        // 10 M waiting, half before the opening: 5 M entrants, two requests each at 125,000 a
+        // second: read over 80 s from 40 s after the opening (the draw's estimate), chunks
+        // within 20 s, the first call 13 s later: 153 s after the opening.
+        let big = OnSale {
+            waiting: 10_000_000.0,
+            seats: 80_000.0,
+            admit_rate: 500.0,
+            max_active: 20_000.0,
+            ..example()
+        };
+        let crowd = simulate(&big);
+        let first_admission = crowd
+            .moments
+            .iter()
+            .find(|m| m.admissions > 0.0)
+            .unwrap()
+            .seconds_from_opening;
+        assert_eq!(first_admission, 153.0);
+        // No chunk is fetched before the draw's estimate; the pre-queue's reads and chunk
+        // fetches together stay within the budget.
+        let at = |second: f64| {
+            crowd
+                .moments
+                .iter()
+                .find(|m| m.seconds_from_opening == second)
+                .unwrap()
+        };
+        assert!(at(10.0).draw_chunk_reads == 0.0);
+        for second in 40..140 {
+            let moment = at(f64::from(second));
+            let opening_requests = moment.draw_chunk_reads + 5_000_000.0 / 80.0;
+            assert!(
+                opening_requests <= 125_000.0 * 1.01,
+                "{second}: {opening_requests}"
+            );
+        }
+        assert!((total(&crowd, |m| m.draw_chunk_reads) - 5_000_000.0).abs() < 10.0);
     }
 
     #[test]

@@ -68,6 +68,9 @@ pub struct OnSale {
     /// The queue opens this long after the first arrival: those who come earlier are the
     /// pre-queue, drawn at the opening.
     pub opens_after_seconds: f64,
+    /// Requests a second a big pre-queue's opening may take at CloudFront (the admit function's
+    /// `EdgeOpeningRequestsPerSecond`): its reads are spread to it and the first call waits.
+    pub edge_budget: u64,
     pub behaviour: Behaviour,
 }
 
@@ -119,6 +122,7 @@ pub(crate) mod tests {
             shopping_seconds: 180.0,
             arrival_window_seconds: 600.0,
             opens_after_seconds: 300.0,
+            edge_budget: lineup::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
             behaviour: Behaviour::default(),
         }
     }

@@ -279,6 +279,26 @@ mod tests {
     }
 
     #[test]
+    fn the_plans_edge_budget_is_the_templates_default_the_admitter_is_given() {
+        let template = template();
+        assert_eq!(
+            parameter_default(&template, "EdgeOpeningRequestsPerSecond"),
+            lineup::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND as f64
+        );
+        let admit = template
+            .split("\n  AdmitFunction:\n")
+            .nth(1)
+            .unwrap()
+            .split("\n\n")
+            .next()
+            .unwrap();
+        assert!(
+            admit.contains("EDGE_OPENING_REQUESTS_PER_SECOND: !Ref EdgeOpeningRequestsPerSecond"),
+            "{admit}"
+        );
+    }
+
+    #[test]
     fn warm_throughput_is_the_templates_default_on_its_table() {
         use crate::tools::plan::load::Table;
         let template = template();

@@ -46,6 +46,20 @@ pub fn reads_per_second(waiting: f64, rate: f64) -> f64 {
     }
 }
 
+/// The same while nobody is called for another `until_first_call` seconds (a paced opening):
+/// every ETA is that much longer, so the customers' ETAs run from it to it plus
+/// `waiting / rate`, and the integral is taken over that span.
+pub fn reads_per_second_before_first_call(waiting: f64, rate: f64, until_first_call: f64) -> f64 {
+    if waiting <= 0.0 {
+        0.0
+    } else if rate <= 0.0 {
+        waiting / LONGEST_INTERVAL_SECONDS
+    } else {
+        let wait = until_first_call.max(0.0);
+        rate * (reads_while_eta_falls(wait + waiting / rate) - reads_while_eta_falls(wait))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +89,21 @@ mod tests {
         // A queue nobody leaves: 600 customers every 300 s.
         assert!(close(reads_per_second(600.0, 0.0), 2.0));
         assert_eq!(reads_per_second(0.0, 10.0), 0.0);
+    }
+
+    #[test]
+    fn while_nobody_is_called_the_front_reads_as_if_further_back() {
+        // No wait: the same as a running queue.
+        assert!(close(
+            reads_per_second_before_first_call(10_000.0, 100.0, 0.0),
+            reads_per_second(10_000.0, 100.0)
+        ));
+        // 100 s before the first call, the front reads every 10 s, not every 5 s: fewer reads.
+        let waiting = reads_per_second_before_first_call(10_000.0, 100.0, 100.0);
+        assert!(waiting < reads_per_second(10_000.0, 100.0));
+        // 1,000 customers, ETAs 100 to 110 s: about one read every 10.5 s each.
+        let near = reads_per_second_before_first_call(1_000.0, 100.0, 100.0);
+        assert!((near - 1_000.0 / 10.5).abs() < 1.0, "{near}");
     }
 
     #[test]

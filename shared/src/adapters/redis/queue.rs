@@ -13,8 +13,8 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use redis::{AsyncCommands, Script};
 
-use crate::adapters::redis::connection::RedisConnection;
 use crate::adapters::redis::connection::RedisSettings;
+use crate::adapters::redis::connection::{RedisConnection, RedisCredentials};
 use crate::adapters::redis::keys::{EventKeys, OPEN_EVENTS};
 use crate::application::admit::{EntrantPages, PreQueueSize};
 use crate::application::error::LineupError;
@@ -91,6 +91,9 @@ impl Scripts {
 pub struct RedisQueue {
     connection: RedisConnection,
     scripts: Scripts,
+    /// What the statuses this adapter writes pace a big pre-queue's opening to
+    /// (`wait_policy::opening_reads`).
+    edge_budget: u64,
 }
 
 impl RedisQueue {
@@ -98,10 +101,27 @@ impl RedisQueue {
     /// connecting and each reply, so a request never hangs on Redis. Fails only on an unusable
     /// URL: a configuration error, reported at cold start.
     pub fn open(settings: &RedisSettings) -> Result<Self, redis::RedisError> {
+        Self::open_as(settings, None)
+    }
+
+    /// [`RedisQueue::open`], signed in as a function's own Redis user (`None`: the default
+    /// user, as locally; see [`RedisCredentials`]).
+    pub fn open_as(
+        settings: &RedisSettings,
+        user: Option<&RedisCredentials>,
+    ) -> Result<Self, redis::RedisError> {
         Ok(Self {
-            connection: RedisConnection::open(&settings.url, settings.cluster, settings.timeout)?,
+            connection: RedisConnection::open(settings, user)?,
             scripts: Scripts::new(),
+            edge_budget: crate::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
         })
+    }
+
+    /// The statuses this adapter writes pace a big pre-queue's opening to `requests_per_second`
+    /// at the edge instead of the default (the admit function's `EDGE_OPENING_REQUESTS_PER_SECOND`).
+    pub fn with_edge_budget(mut self, requests_per_second: u64) -> Self {
+        self.edge_budget = requests_per_second.max(1);
+        self
     }
 
     /// A single (non-clustered) server at `redis_url`.
@@ -329,7 +349,7 @@ impl WaitingLine for RedisQueue {
 }
 
 /// Reads the admit tick's reply (see `admit_tick.lua`).
-fn tick_report(full_reply: &[String]) -> Result<TickReport, LineupError> {
+fn tick_report(full_reply: &[String], edge_budget: u64) -> Result<TickReport, LineupError> {
     const OP: &str = "admit_tick";
     // Errors show the reply without the seed (field 15): it must not reach a log early.
     let mut shown = full_reply.to_vec();
@@ -337,7 +357,7 @@ fn tick_report(full_reply: &[String]) -> Result<TickReport, LineupError> {
         *seed = "<seed>".to_owned();
     }
     let reply = shown.as_slice();
-    let [admitted, active, waiting, serving, advance, state, opens, rate, next_number, entrants, drawn, seats_left, commitment, closed_reason, _, claim_ms, session_ms, restored_at] =
+    let [admitted, active, waiting, serving, advance, state, opens, rate, next_number, entrants, drawn, seats_left, commitment, closed_reason, _, claim_ms, session_ms, restored_at, first_call_at, pre_queue] =
         reply
     else {
         return Err(unexpected(OP, reply));
@@ -374,6 +394,9 @@ fn tick_report(full_reply: &[String]) -> Result<TickReport, LineupError> {
             revealed_seed: non_empty(&full_reply[14])
                 .filter(|_| drawn && entrants.unwrap_or(0) > 0),
             restored_at: optional(restored_at)?.map(from_unix_millis),
+            pre_queue: optional(pre_queue)?,
+            edge_budget,
+            first_call_at: optional(first_call_at)?.map(from_unix_millis),
         },
     })
 }
@@ -425,7 +448,7 @@ impl Admitter for RedisQueue {
         if matches!(reply.as_slice(), [status] if status == "no_event") {
             return Err(LineupError::EventNotFound);
         }
-        let report = tick_report(&reply)?;
+        let report = tick_report(&reply, self.edge_budget)?;
         if mode == TickMode::Plan {
             return Ok(report);
         }
@@ -772,6 +795,12 @@ impl PlaceRestorer for RedisQueue {
                     .map(|at| at.to_string())
                     .unwrap_or_default(),
             )
+            .arg(
+                cursor
+                    .first_call_at_ms
+                    .map(|at| at.to_string())
+                    .unwrap_or_default(),
+            )
             .invoke_async(&mut self.connection())
             .await?;
         self.track_open(event, settings.state).await?;
@@ -931,32 +960,6 @@ impl PreQueueDraw for RedisQueue {
         Ok(seed.as_deref().and_then(DrawSeed::parse))
     }
 
-    async fn entrants(&self, event: &EventId) -> Result<Vec<CustomerId>, LineupError> {
-        let keys = EventKeys::new(event);
-        let mut connection = self.connection();
-        // SSCAN in pages, not SMEMBERS: a million entrants in one reply would stall Redis.
-        let mut entrants = Vec::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, page): (u64, Vec<String>) = redis::cmd("SSCAN")
-                .arg(&keys.entrants)
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(5_000)
-                .query_async(&mut connection)
-                .await?;
-            entrants.extend(page.iter().filter_map(|raw| CustomerId::parse(raw).ok()));
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
-        // A set scanned while unchanged can still repeat a member across pages.
-        entrants.sort_unstable();
-        entrants.dedup();
-        Ok(entrants)
-    }
-
     async fn write_numbers(
         &self,
         event: &EventId,
@@ -979,12 +982,23 @@ impl PreQueueDraw for RedisQueue {
         Ok(())
     }
 
-    async fn mark_drawn(&self, event: &EventId) -> Result<(), LineupError> {
+    async fn mark_drawn(
+        &self,
+        event: &EventId,
+        first_call_at: SystemTime,
+        now: SystemTime,
+    ) -> Result<(), LineupError> {
         let keys = EventKeys::new(event);
+        let first_call = if first_call_at > now {
+            unix_millis(first_call_at).to_string()
+        } else {
+            String::new()
+        };
         let marked: i64 = self
             .scripts
             .mark_drawn
             .key(&keys.settings)
+            .arg(first_call)
             .invoke_async(&mut self.connection())
             .await?;
         if marked == 0 {

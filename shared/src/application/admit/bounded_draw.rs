@@ -680,9 +680,6 @@ mod tests {
         async fn draw_seed(&self, _: &EventId) -> Result<Option<DrawSeed>, LineupError> {
             Ok(None)
         }
-        async fn entrants(&self, _: &EventId) -> Result<Vec<CustomerId>, LineupError> {
-            Ok(self.customers.clone())
-        }
         async fn write_numbers(
             &self,
             _: &EventId,
@@ -691,7 +688,12 @@ mod tests {
             self.numbers.lock().unwrap().extend_from_slice(numbers);
             Ok(())
         }
-        async fn mark_drawn(&self, _: &EventId) -> Result<(), LineupError> {
+        async fn mark_drawn(
+            &self,
+            _: &EventId,
+            _: std::time::SystemTime,
+            _: std::time::SystemTime,
+        ) -> Result<(), LineupError> {
             Ok(())
         }
     }

@@ -24,8 +24,10 @@ use crate::domain::ids::{CustomerId, EventId};
 
 use super::bounded_draw::{SpilledDraw, BUCKET_TARGET, MAX_BUCKET_BITS};
 
-/// How long one admitter may hold the draw before another may take it over.
-const DRAW_LOCK: Duration = Duration::from_secs(120);
+/// How long one admitter may hold the draw before another may take it over: longer than a draw
+/// of 20 M entrants takes (82 s on one core, BENCHMARKS.md §11; the admit function's timeout is
+/// 300 s).
+const DRAW_LOCK: Duration = Duration::from_secs(240);
 
 /// The closed pre-queue, read a page at a time (the draw never holds it whole).
 #[async_trait]
@@ -211,6 +213,31 @@ pub enum DrawOutcome {
     },
 }
 
+/// What the draw needs to know of the event's opening to set when its first number may be
+/// called (`wait_policy::first_call_at`).
+#[derive(Debug, Clone, Copy)]
+pub struct Opening {
+    /// When the event opens (the pre-queue closes).
+    pub opens_at: SystemTime,
+    /// How long a called customer has to claim.
+    pub claim_window: Duration,
+    /// The requests a second the pre-queue's opening may take at the edge.
+    pub edge_budget: u64,
+}
+
+impl Opening {
+    /// When the first number of a draw of `entrants` published at `published_at` may be called.
+    fn first_call_at(&self, published_at: SystemTime, entrants: u64) -> SystemTime {
+        crate::domain::wait_policy::first_call_at(
+            self.opens_at,
+            published_at,
+            entrants,
+            self.claim_window,
+            self.edge_budget,
+        )
+    }
+}
+
 /// Draws `event`'s closed pre-queue of `expected` entrants (the count it closed with), unless
 /// another admitter has the draw; see the module doc. What the admitter runs (and the
 /// benchmark of its memory, `tests/benches/draw_memory.rs`).
@@ -219,6 +246,7 @@ pub async fn draw(
     event: &EventId,
     expected: u64,
     limits: &DrawLimits,
+    opening: &Opening,
     now: SystemTime,
 ) -> Result<DrawOutcome, LineupError> {
     if !ports.queue.lock_draw(event, DRAW_LOCK).await? {
@@ -247,7 +275,7 @@ pub async fn draw(
     // A draw published already (by a tick that failed after it, or by another admitter)
     // stands: it is never drawn again.
     if let Some(published) = ports.publication.draw_summary(event).await? {
-        return write_published(ports, &mut spilled, event, &published).await;
+        return write_published(ports, &mut spilled, event, &published, opening, now).await;
     }
     let order = spilled.order()?;
     if order.entrants < expected {
@@ -264,7 +292,7 @@ pub async fn draw(
     // Looked at again just before the chunks are written: the chunks of a published draw
     // are never overwritten (the summary's conditional write is the last word).
     if let Some(published) = ports.publication.draw_summary(event).await? {
-        return write_published(ports, &mut spilled, event, &published).await;
+        return write_published(ports, &mut spilled, event, &published, opening, now).await;
     }
     let summary = spilled
         .publish_chunks(ports.publication, event, now)
@@ -275,16 +303,26 @@ pub async fn draw(
         }
         DrawPublished::Conflict(published) => {
             tracing::error!(event = %event, published = %published.entrant_digest, drawn = %summary.entrant_digest, "another draw was published while this one was written: the published one stands");
-            return write_published(ports, &mut spilled, event, &published).await;
+            return write_published(ports, &mut spilled, event, &published, opening, now).await;
         }
     }
-    ports.queue.mark_drawn(event).await?;
+    // Published now (the draw took a while since the tick's `now`).
+    let published_at = now + started.elapsed();
+    let first_call_at = opening.first_call_at(published_at, order.entrants);
+    ports
+        .queue
+        .mark_drawn(event, first_call_at, published_at)
+        .await?;
     tracing::info!(
         event = %event,
         entrants = order.entrants,
         digest = %order.digest,
         disk_peak_bytes = spilled.disk_peak(),
         elapsed_ms = started.elapsed().as_millis() as u64,
+        first_call_in_s = first_call_at
+            .duration_since(published_at)
+            .unwrap_or_default()
+            .as_secs(),
         "pre-queue drawn and published"
     );
     Ok(DrawOutcome::Drawn {
@@ -299,6 +337,8 @@ async fn write_published(
     spilled: &mut SpilledDraw,
     event: &EventId,
     published: &DrawSummary,
+    opening: &Opening,
+    now: SystemTime,
 ) -> Result<DrawOutcome, LineupError> {
     let (written, unlisted) = spilled
         .write_published_numbers(ports.publication, published, ports.queue, event)
@@ -306,7 +346,10 @@ async fn write_published(
     if unlisted > 0 {
         tracing::warn!(event = %event, unlisted, "entrants the published draw does not list get no number from it");
     }
-    ports.queue.mark_drawn(event).await?;
+    // The first call as the publication set it (its time is in the summary).
+    let published_at = crate::domain::clock::parse_rfc3339(&published.published_at).unwrap_or(now);
+    let first_call_at = opening.first_call_at(published_at, published.entrants);
+    ports.queue.mark_drawn(event, first_call_at, now).await?;
     tracing::warn!(event = %event, written, entrants = published.entrants, "a draw was published already: its numbers are put in the queue, nothing is drawn again");
     Ok(DrawOutcome::Published { written })
 }

@@ -71,6 +71,8 @@ struct EventState {
     /// Set when the pre-queue closed (the count of its entrants).
     entrants: Option<u64>,
     drawn: bool,
+    /// A paced opening's first call (Unix ms): nobody is admitted before it.
+    first_call_at_ms: Option<u64>,
     restored: Option<Restored>,
     /// The admission hash: the cursor and the token bucket (tokens, refilled at).
     serving: u64,
@@ -103,6 +105,7 @@ impl EventState {
             numbers_reserved_from: 0,
             entrants: None,
             drawn: false,
+            first_call_at_ms: None,
             restored: None,
             serving: 0,
             bucket: None,
@@ -188,6 +191,12 @@ impl EventState {
                 restored_at: self
                     .restored
                     .map(|restored| from_unix_millis(restored.at_ms)),
+                pre_queue: self
+                    .entrants
+                    .is_none()
+                    .then_some(self.prequeue.len() as u64),
+                edge_budget: crate::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
+                first_call_at: self.first_call_at_ms.map(from_unix_millis),
             },
         }
     }
@@ -224,7 +233,11 @@ impl EventState {
             + self.offered.values().filter(|until| **until > now).count() as u64;
 
         let mut admitted = 0;
-        if self.settings.state == QueueState::Open && now >= opens_at && self.drawn {
+        if self.settings.state == QueueState::Open
+            && now >= opens_at
+            && self.drawn
+            && now >= self.first_call_at_ms.unwrap_or(0)
+        {
             let (mut tokens, mut refilled_at) = (rate as f64, now);
             if let Some((kept, at)) = self.bucket {
                 (tokens, refilled_at) = (kept, at);
@@ -777,15 +790,6 @@ impl PreQueueDraw for MemoryQueue {
         Ok(state.events.get(event).map(|known| known.seed.clone()))
     }
 
-    async fn entrants(&self, event: &EventId) -> Result<Vec<CustomerId>, LineupError> {
-        let state = self.enter("entrants")?;
-        Ok(state
-            .events
-            .get(event)
-            .map(|known| known.entrant_set.iter().cloned().collect())
-            .unwrap_or_default())
-    }
-
     /// `draw_numbers.lua`: `ZADD NX`, leavers skipped.
     async fn write_numbers(
         &self,
@@ -804,12 +808,20 @@ impl PreQueueDraw for MemoryQueue {
         Ok(())
     }
 
-    async fn mark_drawn(&self, event: &EventId) -> Result<(), LineupError> {
+    async fn mark_drawn(
+        &self,
+        event: &EventId,
+        first_call_at: SystemTime,
+        now: SystemTime,
+    ) -> Result<(), LineupError> {
         let mut state = self.enter("mark_drawn")?;
         // Simplification: the adapter's plain `HSET drawn 1` on a lost event would create a
         // settings hash with no state; here nothing happens.
         if let Some(known) = state.events.get_mut(event) {
             known.drawn = true;
+            if first_call_at > now {
+                known.first_call_at_ms = Some(unix_millis(first_call_at));
+            }
         }
         Ok(())
     }
@@ -899,6 +911,7 @@ impl PlaceRestorer for MemoryQueue {
             known.number_block = 0;
             known.entrants = cursor.entrants;
             known.drawn = cursor.drawn;
+            known.first_call_at_ms = cursor.first_call_at_ms;
             known.serving = cursor.serving;
             known.restored = Some(Restored {
                 at_ms: unix_millis(now),

@@ -51,6 +51,10 @@ pub struct AdmissionCursor {
     /// When this cursor was saved (a cache lost after it: the outage started after this).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saved_at_ms: Option<u64>,
+    /// A paced opening's first call, Unix ms (`wait_policy::first_call_at`): a restore keeps
+    /// admission waiting for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_call_at_ms: Option<u64>,
 }
 
 /// `serving` as it stood at one moment of admission.
@@ -116,6 +120,7 @@ impl AdmissionCursor {
             drawn: drawn || self.drawn,
             checkpoints,
             saved_at_ms: self.saved_at_ms,
+            first_call_at_ms: self.first_call_at_ms,
         }
     }
 }

@@ -247,16 +247,20 @@ pub trait PreQueueDraw: Send + Sync {
         -> Result<bool, LineupError>;
     /// The event's draw seed.
     async fn draw_seed(&self, event: &EventId) -> Result<Option<DrawSeed>, LineupError>;
-    /// Every customer of the closed pre-queue.
-    async fn entrants(&self, event: &EventId) -> Result<Vec<CustomerId>, LineupError>;
     /// Puts the entrants in the queue at their numbers (those who left meanwhile excepted).
     async fn write_numbers(
         &self,
         event: &EventId,
         numbers: &[(CustomerId, u64)],
     ) -> Result<(), LineupError>;
-    /// The draw is written: admission may start.
-    async fn mark_drawn(&self, event: &EventId) -> Result<(), LineupError>;
+    /// The draw is written: admission may start, at `first_call_at` if that is after `now` (a
+    /// paced opening: `wait_policy::first_call_at`).
+    async fn mark_drawn(
+        &self,
+        event: &EventId,
+        first_call_at: SystemTime,
+        now: SystemTime,
+    ) -> Result<(), LineupError>;
 }
 
 /// What a tick does.

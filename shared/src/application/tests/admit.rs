@@ -620,8 +620,7 @@ async fn admit_for_invocation_refuses_anything_but_a_scheduled_event() {
         let refused = admit_for_invocation(
             world.ports(),
             &world.clock,
-            secs(60),
-            Duration::from_millis(5),
+            &crate::application::admit::AdmitPace::new(secs(60), Duration::from_millis(5)),
             invocation(payload, t0() + secs(900)),
         )
         .await;
@@ -642,11 +641,11 @@ async fn a_scheduled_invocation_ticks_until_its_deadline_less_the_margin() {
     world.join(&event, 1, 10).await;
 
     // The deadline 3.05 s away: 3 s are kept back, so the loop runs about 50 ms, not a minute.
+    let pace = crate::application::admit::AdmitPace::new(secs(60), Duration::from_millis(5));
     let run = admit_for_invocation(
         world.ports(),
         &world.clock,
-        secs(60),
-        Duration::from_millis(5),
+        &pace,
         invocation(scheduled_event(), t0() + Duration::from_millis(3_050)),
     );
     let summary = tokio::time::timeout(secs(10), run)
@@ -910,4 +909,77 @@ async fn a_pre_queue_past_the_draws_limits_is_refused_and_nobody_is_numbered() {
     let admission = world.admission();
     assert_eq!(world.tick(&admission).await.admitted, 10);
     assert_eq!(world.queue.waiting(&event).len(), 30);
+}
+
+#[tokio::test]
+async fn a_paced_opening_calls_nobody_before_its_first_call_even_after_a_cache_loss() {
+    let world = World::new();
+    // 40 entrants at one request a second at the edge: their two requests each need 80 s, so
+    // the opening is paced and the first call waits for it.
+    let event = pre_queue(&world, "paced", 40, 100).await;
+    let mut admission = world.admission();
+    admission.edge_budget = 1;
+    world.tick(&admission).await;
+    world.clock.advance(secs(10));
+    let opened = world.now();
+    assert_eq!(
+        world.tick(&admission).await.admitted,
+        0,
+        "drawn, nobody called"
+    );
+    assert_eq!(world.records.calls("publish_summary"), 1);
+    // The draw estimated at 1 s, the reads over 80 s, 16 chunks within 5 s, 13 s to see them.
+    let first_call = opened + secs(1 + 80 + 5 + 13);
+    let status = world.status(&event).await;
+    assert_eq!(status["draw"]["published"], true);
+    assert_eq!(
+        status["firstCallAt"],
+        crate::domain::clock::rfc3339(first_call),
+        "{status}"
+    );
+    let cursor = world.records.cursor(&event).unwrap();
+    assert_eq!(
+        cursor.first_call_at_ms,
+        Some(crate::domain::clock::unix_millis(first_call)),
+        "durable with the draw"
+    );
+
+    // Nobody is called until the first call, then admission runs at its rate.
+    world
+        .clock
+        .advance(first_call.duration_since(world.now()).unwrap() - secs(1));
+    assert_eq!(world.tick(&admission).await.admitted, 0);
+    assert!(world.called(&event).is_empty());
+    world.clock.advance(secs(1));
+    assert_eq!(
+        world.tick(&admission).await.admitted,
+        40,
+        "called from the first call on"
+    );
+}
+
+#[tokio::test]
+async fn a_cache_lost_during_a_paced_opening_keeps_its_first_call() {
+    let world = World::new();
+    let event = pre_queue(&world, "paced-lost", 40, 100).await;
+    let mut admission = world.admission();
+    admission.edge_budget = 1;
+    world.tick(&admission).await;
+    world.clock.advance(secs(10));
+    let first_call = world.now() + secs(1 + 80 + 5 + 13);
+    world.tick(&admission).await;
+
+    // Lost 50 s into the phase: re-loaded from the events table with its first call, which the
+    // status still shows.
+    world.clock.advance(secs(50));
+    world.queue.flush();
+    world.clock.advance(secs(1));
+    assert_eq!(world.tick(&admission).await.failed_event_ticks, 0);
+    let status = world.status(&event).await;
+    assert!(status["restoredAt"].is_string(), "{status}");
+    assert_eq!(
+        status["firstCallAt"],
+        crate::domain::clock::rfc3339(first_call),
+        "{status}"
+    );
 }

@@ -45,6 +45,7 @@ fn cursor_at_40() -> AdmissionCursor {
             },
         ],
         saved_at_ms: Some(unix_millis(at(30))),
+        first_call_at_ms: None,
     }
 }
 

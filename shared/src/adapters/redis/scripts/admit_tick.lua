@@ -19,11 +19,16 @@
 --       restore_grace_ms
 -- Reply: {"no_event"} | {admitted, shopping_after, waiting_after, serving, advance_rate|"", state,
 --         opens_at_ms, admit_per_sec, next_number, entrants|"", drawn (0|1), seats_left|"",
---         draw_commitment|"", closed_reason|"", draw_seed, claim_ms, session_ms, restored_at_ms|""}
--- (the seed goes back to the admitter, which shows it only once the draw is published)
+--         draw_commitment|"", closed_reason|"", draw_seed, claim_ms, session_ms, restored_at_ms|"",
+--         first_call_at_ms|"", pre_queue|""}
+-- (the seed goes back to the admitter, which shows it only once the draw is published;
+-- `pre_queue`, the pre-queue's size, only before the opening, for the status's paced opening)
+-- A paced opening (`first_call_at_ms`, set with `drawn`) calls nobody before that time: the
+-- pre-queue is still learning its numbers.
 local s = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'max_active', 'admit_per_sec',
   'claim_ms', 'entrants', 'drawn', 'next_number', 'seats_left', 'draw_commitment', 'closed_reason',
-  'draw_seed', 'session_ms', 'restored_at_ms', 'restored_serving', 'restored_ceiling')
+  'draw_seed', 'session_ms', 'restored_at_ms', 'restored_serving', 'restored_ceiling',
+  'first_call_at_ms')
 local state = s[1]
 if not state then return {'no_event'} end
 local opens_at, max_active = tonumber(s[2]), tonumber(s[3])
@@ -61,8 +66,11 @@ local shopping = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
 
 local admitted = 0
 local serving = tonumber(redis.call('HGET', KEYS[4], 'serving')) or 0
--- Nobody is admitted before the pre-queue's numbers are in the queue: they come first.
-if state == 'open' and now >= opens_at and s[7] then
+-- Nobody is admitted before the pre-queue's numbers are in the queue (they come first), nor
+-- before a paced opening's first call.
+local pre_queue = ''
+if now < opens_at and not s[6] then pre_queue = redis.call('SCARD', KEYS[6]) end
+if state == 'open' and now >= opens_at and s[7] and now >= (tonumber(s[17]) or 0) then
   -- The rate budget: a token bucket holding at most one second's admissions, refilled here by
   -- the time elapsed. Several admitters share it; a clock behind the last refill adds nothing.
   local bucket = redis.call('HMGET', KEYS[4], 'tokens', 'refilled_at_ms')
@@ -89,7 +97,7 @@ if state == 'open' and now >= opens_at and s[7] then
     return {0, shopping, redis.call('ZCARD', KEYS[2]), string.format('%.0f', serving),
       redis.call('HGET', KEYS[4], 'advance_rate') or '', state, s[2], s[4], s[8] or '0',
       s[6] or '', s[7] and 1 or 0, s[9] or '', s[10] or '', s[11] or '', s[12] or '',
-      tostring(claim), s[13], s[14] or ''}
+      tostring(claim), s[13], s[14] or '', s[17] or '', pre_queue}
   end
 
   if budget > 0 then
@@ -137,4 +145,5 @@ end
 
 return {admitted, shopping + admitted, redis.call('ZCARD', KEYS[2]), string.format('%.0f', serving),
   redis.call('HGET', KEYS[4], 'advance_rate') or '', state, s[2], s[4], s[8] or '0', s[6] or '',
-  s[7] and 1 or 0, s[9] or '', s[10] or '', s[11] or '', s[12] or '', tostring(claim), s[13], s[14] or ''}
+  s[7] and 1 or 0, s[9] or '', s[10] or '', s[11] or '', s[12] or '', tostring(claim), s[13], s[14] or '',
+  s[17] or '', pre_queue}
