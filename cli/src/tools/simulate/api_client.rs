@@ -1,8 +1,10 @@
 //! The HTTP side of the simulation: every route of `openapi.yaml` a customer uses (the public,
 //! cached status and draw among them), plus the `lineup dev` routes (payments, the ticket desk,
 //! the stack's whereabouts and traffic), through one shared connection pool. Each request is
-//! timed under its route key, a 503 is retried after its `Retry-After`, and each answer is turned
-//! into what the caller can act on.
+//! timed under its route key and counted at the edge ([`EdgeCounter`]), a 503 is retried after
+//! its `Retry-After` (except for the waiting reads of the status and the draw, which the waiting
+//! customer backs off from itself, as the page does), and each answer is turned into what the
+//! caller can act on.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -15,6 +17,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use super::answer_log::{AnswerLog, Recorded};
+use super::edge_traffic::EdgeCounter;
 use super::latency::LatencyRecorder;
 use crate::dev::payment_provider::{ProviderSettings, ProviderStats};
 use crate::dev::ticket_desk::Ticket;
@@ -145,6 +148,8 @@ pub enum CallError {
         status: u16,
         code: Option<String>,
         body: String,
+        /// The answer's `Retry-After`, if it had one.
+        retry_after: Option<Duration>,
     },
     #[error("{route}: the answer is not the JSON the contract describes")]
     Decode {
@@ -197,6 +202,24 @@ impl CallError {
         matches!(self, Self::Unexpected { status: 404, code: Some(found), .. } if found == code)
     }
 
+    /// Whether asking again later may well succeed: no answer, 429 (a throttle) or a 5xx. A
+    /// page backs off from those and reads again ([`super::waiting`]).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Network { .. } | Self::Unavailable { .. } => true,
+            Self::Unexpected { status, .. } => *status == 429 || *status >= 500,
+            Self::Decode { .. } | Self::Inconsistent { .. } => false,
+        }
+    }
+
+    /// The `Retry-After` the answer gave, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Unexpected { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
     /// The answer's body, when there was one (shown once per kind in the report).
     pub fn body(&self) -> Option<&str> {
         match self {
@@ -245,6 +268,7 @@ impl Answer {
             status: self.status.as_u16(),
             code: self.error().code,
             body,
+            retry_after: self.retry_after,
         }
     }
 }
@@ -274,6 +298,9 @@ struct Call<'a> {
     form: Option<Vec<(String, String)>>,
     /// Whether sending it twice is harmless (then a request with no answer is sent again).
     repeatable: bool,
+    /// Whether the caller backs off and asks again itself after a 503 or no answer (the waiting
+    /// reads, as the page does them): then the call is sent once.
+    retried_by_caller: bool,
 }
 
 impl<'a> Call<'a> {
@@ -288,6 +315,7 @@ impl<'a> Call<'a> {
             body: None,
             form: None,
             repeatable: true,
+            retried_by_caller: false,
         }
     }
 
@@ -296,6 +324,30 @@ impl<'a> Call<'a> {
         Self {
             bearer: None,
             ..Self::to(route, parameters, "")
+        }
+    }
+
+    /// A waiting customer's read of a public route (the status, a draw chunk): sent once, the
+    /// customer backs off from a failure itself.
+    fn waiting_read(route: routes::ContractRoute, parameters: &[(&str, &str)]) -> Self {
+        Self {
+            retried_by_caller: true,
+            ..Self::public(route, parameters)
+        }
+    }
+
+    /// A call of one of `lineup dev`'s own routes (or its provider's): no JWT, no body.
+    fn dev(route: &'static str, method: Method, path: String) -> Self {
+        Self {
+            route,
+            method,
+            path,
+            bearer: None,
+            queue_token: None,
+            body: None,
+            form: None,
+            repeatable: true,
+            retried_by_caller: false,
         }
     }
 }
@@ -311,6 +363,8 @@ pub struct Api {
     /// for each of them would starve the dev server of the cores it shares with this process.
     last_map: std::sync::Mutex<Option<(String, Arc<Vec<SeatView>>)>>,
     latency: Arc<LatencyRecorder>,
+    /// Every customer request to the edge, counted as it is sent.
+    edge: EdgeCounter,
     unavailable: AtomicU64,
     server_errors: AtomicU64,
     /// Every answer in time, when kept (a chaos run).
@@ -334,6 +388,7 @@ impl Api {
             layouts: std::sync::Mutex::default(),
             last_map: std::sync::Mutex::default(),
             latency,
+            edge: EdgeCounter::default(),
             unavailable: AtomicU64::new(0),
             server_errors: AtomicU64::new(0),
             answers: None,
@@ -367,6 +422,11 @@ impl Api {
         &self.base
     }
 
+    /// The customers' requests to the edge so far.
+    pub fn edge(&self) -> &EdgeCounter {
+        &self.edge
+    }
+
     /// How many 503 answers were seen (each one retried).
     pub fn unavailable_answers(&self) -> u64 {
         self.unavailable.load(Ordering::Relaxed)
@@ -397,6 +457,7 @@ impl Api {
                 request = request.json(body);
             }
             let started = Instant::now();
+            self.edge.count(call.route);
             let sent = request.send().await;
             let response = match sent {
                 Ok(response) => response,
@@ -404,7 +465,8 @@ impl Api {
                     self.latency.record(call.route, started.elapsed());
                     self.keep(call.route, started, None, "");
                     network_attempts += 1;
-                    if call.repeatable && network_attempts < NETWORK_ATTEMPTS {
+                    let again = call.repeatable && !call.retried_by_caller;
+                    if again && network_attempts < NETWORK_ATTEMPTS {
                         tokio::time::sleep(Duration::from_millis(500 * network_attempts as u64))
                             .await;
                         continue;
@@ -440,6 +502,8 @@ impl Api {
             }
             if status == StatusCode::SERVICE_UNAVAILABLE {
                 self.unavailable.fetch_add(1, Ordering::Relaxed);
+            }
+            if status == StatusCode::SERVICE_UNAVAILABLE && !call.retried_by_caller {
                 unavailable_attempts += 1;
                 if unavailable_attempts >= UNAVAILABLE_ATTEMPTS {
                     return Err(CallError::Unavailable {
@@ -696,7 +760,7 @@ impl Api {
     /// The event's public status, through the CDN (`lineup dev`'s stand-in for it).
     pub async fn status(&self, event: &str) -> Result<EventStatus, CallError> {
         let answer = self
-            .send(Call::public(routes::status(), &[("eventId", event)]))
+            .send(Call::waiting_read(routes::status(), &[("eventId", event)]))
             .await?;
         match answer.status {
             StatusCode::OK => answer.json(),
@@ -707,7 +771,7 @@ impl Api {
     /// The published draw's chunk of entrants starting with `prefix`, through the CDN.
     pub async fn draw_chunk(&self, event: &str, prefix: &str) -> Result<DrawChunk, CallError> {
         let answer = self
-            .send(Call::public(
+            .send(Call::waiting_read(
                 routes::draw_chunk(),
                 &[("eventId", event), ("prefix", prefix)],
             ))
@@ -747,15 +811,15 @@ impl Api {
         }
         let answer = self
             .send(Call {
-                route: routes::PAY,
-                method: Method::POST,
-                path: format!("/v1/payment_intents/{}/confirm", payment.payment_id),
                 bearer: Some(&key),
-                queue_token: None,
-                body: None,
                 form: Some(form),
-                // A second confirm of a succeeded payment is refused, not paid twice.
-                repeatable: true,
+                // Repeatable (`dev`'s default): a second confirm of a succeeded payment is
+                // refused, not paid twice.
+                ..Call::dev(
+                    routes::PAY,
+                    Method::POST,
+                    format!("/v1/payment_intents/{}/confirm", payment.payment_id),
+                )
             })
             .await?;
         match answer.status {
@@ -774,16 +838,11 @@ impl Api {
     /// The dev provider's counts so far (`GET /dev/payments/stats`).
     pub async fn payment_stats(&self) -> Result<ProviderStats, CallError> {
         let answer = self
-            .send(Call {
-                route: routes::PAYMENT_STATS,
-                method: Method::GET,
-                path: "/dev/payments/stats".to_owned(),
-                bearer: None,
-                queue_token: None,
-                body: None,
-                form: None,
-                repeatable: true,
-            })
+            .send(Call::dev(
+                routes::PAYMENT_STATS,
+                Method::GET,
+                "/dev/payments/stats".to_owned(),
+            ))
             .await?;
         match answer.status {
             StatusCode::OK => answer.json(),
@@ -796,19 +855,17 @@ impl Api {
     pub async fn set_lose_webhooks(&self, share: f64) -> Result<(), CallError> {
         let answer = self
             .send(Call {
-                route: routes::PAYMENT_SETTINGS,
-                method: Method::PUT,
-                path: "/dev/payments/settings".to_owned(),
-                bearer: None,
-                queue_token: None,
                 body: Some(
                     serde_json::to_value(ProviderSettings {
                         lose_webhooks: share,
                     })
                     .unwrap_or_default(),
                 ),
-                form: None,
-                repeatable: true,
+                ..Call::dev(
+                    routes::PAYMENT_SETTINGS,
+                    Method::PUT,
+                    "/dev/payments/settings".to_owned(),
+                )
             })
             .await?;
         match answer.status {
@@ -819,30 +876,19 @@ impl Api {
 
     pub async fn dev_info(&self) -> Result<Answer, CallError> {
         self.send(Call {
-            route: routes::DEV_INFO,
-            method: Method::GET,
-            path: "/dev/info".to_owned(),
-            bearer: None,
-            queue_token: None,
-            body: None,
-            form: None,
             repeatable: false,
+            ..Call::dev(routes::DEV_INFO, Method::GET, "/dev/info".to_owned())
         })
         .await
     }
 
     pub async fn tickets(&self, event: &str) -> Result<Vec<Ticket>, CallError> {
         let answer = self
-            .send(Call {
-                route: routes::TICKETS,
-                method: Method::GET,
-                path: format!("/dev/tickets?eventId={event}"),
-                bearer: None,
-                queue_token: None,
-                body: None,
-                form: None,
-                repeatable: true,
-            })
+            .send(Call::dev(
+                routes::TICKETS,
+                Method::GET,
+                format!("/dev/tickets?eventId={event}"),
+            ))
             .await?;
         match answer.status {
             StatusCode::OK => Ok(answer.json::<TicketsBody>()?.tickets),

@@ -1365,6 +1365,7 @@ mod tests {
             status: 500,
             code: Some("internal".to_owned()),
             body: String::new(),
+            retry_after: None,
         };
         let customers = [
             customer("c1", Outcome::Failed, Some(server_error)),

@@ -7,9 +7,11 @@
 //!
 //! The run, as [`run`] reads: set up (find the stack through `GET /dev/info`, seed a fresh
 //! event's seats and open its queue, a little after the first arrivals so that they form a
-//! pre-queue), let the crowd in (each customer a task with its own seeded behaviour, while the
-//! server's traffic counts are sampled), let the sale settle (wait for the ticket desk, read the
-//! tables at one moment), check and report.
+//! pre-queue), let the crowd in (each customer a task with its own seeded behaviour, every
+//! request counted at the edge as it is sent, while the server's traffic counts are read every
+//! second), let the sale settle (wait for the ticket desk, read the tables at one moment), check
+//! and report, the opening's requests a second at the edge and at the origin among the rest
+//! ([`opening`]).
 //!
 //! With `--lose-webhooks` ([`payments`]), `lineup dev`'s provider loses that share of its Stripe
 //! events for the run: after the crowd, the run waits (at most two reconcile periods and a
@@ -27,10 +29,12 @@ mod api_client;
 pub mod chaos;
 mod customer;
 mod desk;
+mod edge_traffic;
 mod error;
 mod eta_accuracy;
 mod invariants;
 mod latency;
+mod opening;
 mod origin_traffic;
 mod payments;
 mod persona;
@@ -58,6 +62,7 @@ use desk::DeskCounts;
 pub use error::SimulateError;
 use invariants::{Observed, QueueFacts, RunFacts};
 use latency::LatencyRecorder;
+use opening::{Moments, Opening};
 use origin_traffic::{OriginTraffic, Sampler};
 use payments::{PaymentFacts, PaymentsReport};
 use persona::Persona;
@@ -204,9 +209,14 @@ async fn sell(
 ) -> Result<SimulationReport, SimulateError> {
     let counters = Arc::new(LiveCounters::default());
     let progress = show_progress(args, sale, Arc::clone(&counters));
-    let sampler = Sampler::start(Arc::clone(&sale.api), sale.stack.info.traffic.clone());
-    // The crowd's start: the origin of the arrivals and of the chaos plan's offsets.
+    // The crowd's start: the origin of the arrivals, of the traffic samples and of the chaos
+    // plan's offsets.
     let origin = Instant::now();
+    let sampler = Sampler::start(
+        Arc::clone(&sale.api),
+        sale.stack.info.traffic.clone(),
+        origin,
+    );
     let (crowd_done, crowd_done_heard) = watch::channel(false);
     let chaos = match (&args.chaos, &sale.chaos_target) {
         (Some(plan), Some(target)) => Some(tokio::spawn(chaos::run(
@@ -264,8 +274,8 @@ async fn sell(
     let (settled, payments) = settled?;
 
     let mut notes = notes(args, sale, &crowd, &settled, closed.err());
-    let origin_figures = match traffic {
-        Ok(samples) => OriginTraffic::of(&samples, crowd.joined()),
+    let samples = match traffic {
+        Ok(samples) => Some(samples),
         Err(error) => {
             notes.push(format!(
                 "could not read the server's traffic after the crowd ({error}): no origin figures"
@@ -273,6 +283,20 @@ async fn sell(
             None
         }
     };
+    let origin_figures = samples
+        .as_deref()
+        .and_then(|samples| OriginTraffic::of(samples, crowd.joined()));
+    let opening = Opening::of(
+        &Moments {
+            crowd_start: origin,
+            opening: sale.opening,
+            crowd_end,
+        },
+        &crowd.customers,
+        sale.api.edge(),
+        samples.as_deref(),
+        origin_figures.as_ref(),
+    );
     let chaos = match (&args.chaos, fired) {
         (Some(plan), Some(fired)) => Some(chaos_report(
             plan,
@@ -289,7 +313,7 @@ async fn sell(
         sale,
         crowd,
         settled,
-        origin_figures,
+        (origin_figures, opening),
         notes,
         started.elapsed(),
     );
@@ -330,6 +354,8 @@ struct Sale {
     latency: Arc<LatencyRecorder>,
     stack: Stack,
     event: EventId,
+    /// When the event's queue opens (the end of its pre-queue), on the simulator's clock.
+    opening: Instant,
     /// The venue's section names, in order.
     sections: Vec<String>,
     /// The seeded price of every seat.
@@ -384,7 +410,8 @@ async fn set_up(args: &SimulateArgs) -> Result<Sale, SimulateError> {
         session_seconds: Some(args.session.as_secs()),
         ..SettingsChange::default()
     };
-    stack.create_event(&event, &venue, &pacing).await?;
+    let opens_at = stack.create_event(&event, &venue, &pacing).await?;
+    let opening = at_instant(opens_at);
     let provider = payments::Provider::at(api.base())?;
     // Last: from here on, the run sets the share back to 0 whatever happens.
     api.set_lose_webhooks(args.lose_webhooks)
@@ -405,6 +432,7 @@ async fn set_up(args: &SimulateArgs) -> Result<Sale, SimulateError> {
         latency,
         stack,
         event,
+        opening,
         sections: sections.into_iter().map(|section| section.name).collect(),
         prices: venue
             .seats()
@@ -416,6 +444,15 @@ async fn set_up(args: &SimulateArgs) -> Result<Sale, SimulateError> {
         provider,
         stats_before,
     })
+}
+
+/// The wall-clock moment `at` on the simulator's monotonic clock (now, if it cannot be told).
+fn at_instant(at: SystemTime) -> Instant {
+    let (now, wall_now) = (Instant::now(), SystemTime::now());
+    match at.duration_since(wall_now) {
+        Ok(ahead) => now + ahead,
+        Err(past) => now.checked_sub(past.duration()).unwrap_or(now),
+    }
 }
 
 /// Starts showing the crowd's progress on stderr.
@@ -626,7 +663,7 @@ fn check_and_report(
     sale: &Sale,
     crowd: Crowd,
     settled: Settled,
-    origin: Option<OriginTraffic>,
+    (origin, opening): (Option<OriginTraffic>, Opening),
     notes: Vec<String>,
     took: Duration,
 ) -> SimulationReport {
@@ -684,7 +721,7 @@ fn check_and_report(
             think_ms: args.think_ms,
         },
         customers: CustomerCounts::tally(&customers, unfinished + panicked),
-        waiting_room: WaitingRoom::tally(&customers, origin),
+        waiting_room: WaitingRoom::tally(&customers, origin, Some(opening)),
         holds: HoldCounts::tally(&customers),
         stored: StoredCounts {
             seats_total: seats.len(),

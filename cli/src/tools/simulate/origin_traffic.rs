@@ -1,8 +1,9 @@
 //! What the crowd cost the origin: the requests that reached the functions, per route, as
-//! `lineup dev`'s CDN stand-in counts them (`GET /dev/info`'s `traffic`), read before, every few
-//! seconds during, and after the crowd. So the figures are what the functions served, not what
-//! the customers sent: a status read the cache answered costs the origin nothing. (The counts
-//! are the server's, for every event: run against a dev server nobody else is using.)
+//! `lineup dev`'s CDN stand-in counts them (`GET /dev/info`'s `traffic`), read before, every
+//! second during, and after the crowd. So the figures are what the functions served, not what
+//! the customers sent ([`super::edge_traffic`] counts that): a status read the cache answered
+//! costs the origin nothing. (The counts are the server's, for every event: run against a dev
+//! server nobody else is using.)
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,9 +20,13 @@ use crate::dev::DevInfo;
 /// Requests per route key so far.
 pub type Traffic = BTreeMap<String, RouteTraffic>;
 
-/// How often the traffic is read during the crowd: windows long enough to hold several status
-/// cache periods, so one window's rate says something.
-pub const SAMPLE_EVERY: Duration = Duration::from_secs(10);
+/// How often the traffic is read during the crowd: every second, so that the opening's busiest
+/// second shows ([`super::opening`]).
+pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// The status's load is measured over windows this long (the readings thinned to them): long
+/// enough to hold several status cache periods, so one window's rate says something.
+pub const STATUS_WINDOW: Duration = Duration::from_secs(10);
 
 /// The server's traffic counts now.
 pub async fn read(api: &Api) -> Result<Traffic, CallError> {
@@ -35,7 +40,7 @@ pub async fn read(api: &Api) -> Result<Traffic, CallError> {
 /// The traffic read at one moment of the crowd's run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
-    /// Since the crowd was let in.
+    /// Since the crowd was let in (halfway through the request that read it).
     pub at: Duration,
     pub traffic: Traffic,
 }
@@ -48,10 +53,10 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling; `before` is the traffic read just before the crowd was let in.
-    pub fn start(api: Arc<Api>, before: Traffic) -> Self {
+    /// Starts sampling; `before` is the traffic read just before the crowd was let in at
+    /// `started`.
+    pub fn start(api: Arc<Api>, before: Traffic, started: Instant) -> Self {
         let (stop, mut stopped) = watch::channel(false);
-        let started = Instant::now();
         let task = tokio::spawn(async move {
             let mut samples = vec![Sample {
                 at: Duration::ZERO,
@@ -63,9 +68,10 @@ impl Sampler {
                     _ = stopped.wait_for(|stop| *stop) => return samples,
                 }
                 // A failed read only widens the window around it.
+                let asked = started.elapsed();
                 if let Ok(traffic) = read(&api).await {
                     samples.push(Sample {
-                        at: started.elapsed(),
+                        at: (asked + started.elapsed()) / 2,
                         traffic,
                     });
                 }
@@ -107,8 +113,8 @@ pub struct RouteCount {
 pub struct StatusLoad {
     /// The status's cache lifetime: about one origin request per period is the target.
     pub cache_seconds: f64,
-    /// Origin requests per second while customers were reading the status (the sampling windows
-    /// with a read).
+    /// Origin requests per second while customers were reading the status (the
+    /// [`STATUS_WINDOW`]s with a read).
     pub origin_per_second: f64,
     /// The highest of those windows.
     pub peak_origin_per_second: f64,
@@ -132,7 +138,7 @@ pub struct OriginTraffic {
 
 /// Whether a route is one a waiting customer uses: join, poll (the claim), and the public routes
 /// the CDN serves (status, draw).
-fn is_wait_route(key: &str) -> bool {
+pub fn is_wait_route(key: &str) -> bool {
     key == routes::join().key
         || key == routes::poll().key
         || crate::dev::routes::routes()
@@ -173,13 +179,28 @@ impl OriginTraffic {
     }
 }
 
+/// The samples at least `window` apart: the first, each one `window` or more after the last one
+/// kept, and the last.
+fn thinned(samples: &[Sample], window: Duration) -> Vec<&Sample> {
+    let mut kept: Vec<&Sample> = Vec::new();
+    for (n, sample) in samples.iter().enumerate() {
+        let far_enough = kept
+            .last()
+            .is_none_or(|last| sample.at.saturating_sub(last.at) >= window);
+        if far_enough || n + 1 == samples.len() {
+            kept.push(sample);
+        }
+    }
+    kept
+}
+
 impl StatusLoad {
     fn of(samples: &[Sample]) -> Self {
         let status = routes::status().key;
         let count = |sample: &Sample| sample.traffic.get(status).copied().unwrap_or_default();
         let (mut origin, mut reads, mut seconds, mut peak) = (0, 0, 0.0, 0.0_f64);
-        for pair in samples.windows(2) {
-            let (before, after) = (count(&pair[0]), count(&pair[1]));
+        for pair in thinned(samples, STATUS_WINDOW).windows(2) {
+            let (before, after) = (count(pair[0]), count(pair[1]));
             let window = (pair[1].at.saturating_sub(pair[0].at)).as_secs_f64();
             let window_origin = after.origin.saturating_sub(before.origin);
             let window_reads = window_origin + after.edge.saturating_sub(before.edge);
@@ -203,7 +224,7 @@ impl StatusLoad {
             origin_per_second: per_second(origin),
             peak_origin_per_second: peak,
             reads_per_second: per_second(reads),
-            window_seconds: SAMPLE_EVERY.as_secs_f64(),
+            window_seconds: STATUS_WINDOW.as_secs_f64(),
             reading_seconds: seconds,
         }
     }
@@ -279,6 +300,26 @@ mod tests {
         assert_eq!(load.peak_origin_per_second, 0.5);
         assert_eq!(load.reads_per_second, 2_508.0 / 20.0);
         assert_eq!(load.cache_seconds, 2.0);
+    }
+
+    #[test]
+    fn the_status_rate_is_over_ten_second_windows_whatever_the_sampling() {
+        // Read every second: the same windows as read every ten.
+        let samples: Vec<Sample> = (0..=30)
+            .map(|second| {
+                let origin = [0, 5, 8, 8][(second as usize).div_ceil(10)];
+                let edge = [0, 2_000, 2_500, 2_500][(second as usize).div_ceil(10)];
+                sample(second, &[(STATUS, origin, edge)])
+            })
+            .collect();
+        let kept: Vec<u64> = thinned(&samples, STATUS_WINDOW)
+            .iter()
+            .map(|sample| sample.at.as_secs())
+            .collect();
+        assert_eq!(kept, [0, 10, 20, 30]);
+        let load = OriginTraffic::of(&samples, 10).unwrap().status;
+        assert_eq!(load.peak_origin_per_second, 0.5);
+        assert_eq!(load.window_seconds, 10.0);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The simulation's result: what the crowd did, what its waiting cost the origin and how right
-//! the ETAs were, what the tables and the ticket desk hold, how fast each route answered, and the
+//! The simulation's result: what the crowd did, what its waiting cost the edge and the origin
+//! (at the opening and for the whole wait) and how right the ETAs were, what the tables and the ticket desk hold, how fast each route answered, and the
 //! invariants' verdicts. Printed for people, written as JSON for scripts (`--report-json`).
 
 use std::collections::BTreeMap;
@@ -11,9 +11,9 @@ use super::customer::{CustomerReport, Outcome};
 pub use super::eta_accuracy::{EtaAccuracy, EtaError};
 pub use super::invariants::InvariantCheck;
 pub use super::latency::RouteLatency;
+pub use super::opening::Opening;
 pub use super::origin_traffic::OriginTraffic;
 pub use super::payments::PaymentsReport;
-use super::waiting::CHUNK_FETCH_SPREAD;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -114,15 +114,26 @@ pub struct WaitingRoom {
     pub status_reads: u64,
     pub chunk_reads: u64,
     pub origin_polls: u64,
-    /// A pre-queue entrant fetches its chunk after a random pause of up to this.
-    pub chunk_fetch_spread_seconds: f64,
+    /// Status and chunk reads answered 429 or 5xx, or not at all, each read again after a
+    /// backoff (beside the reads above).
+    pub reads_backed_off: u64,
+    /// A pre-queue entrant fetched its chunk at a moment of its own within this many seconds of
+    /// seeing the draw published (the status's `chunkFetchWindowSeconds`, the largest seen).
+    pub chunk_fetch_window_seconds: Option<u64>,
     /// `None` when the server's traffic could not be read.
     pub origin: Option<OriginTraffic>,
+    /// The requests a second at the edge and at the origin in the first minute after the
+    /// opening, and the requests per waiting customer at both.
+    pub opening: Option<Opening>,
     pub eta: EtaAccuracy,
 }
 
 impl WaitingRoom {
-    pub fn tally(customers: &[CustomerReport], origin: Option<OriginTraffic>) -> Self {
+    pub fn tally(
+        customers: &[CustomerReport],
+        origin: Option<OriginTraffic>,
+        opening: Option<Opening>,
+    ) -> Self {
         let waits = || customers.iter().map(|customer| &customer.wait);
         Self {
             pre_queue_entrants: waits().filter(|wait| wait.pre_queue).count(),
@@ -130,8 +141,12 @@ impl WaitingRoom {
             status_reads: waits().map(|wait| u64::from(wait.status_reads)).sum(),
             chunk_reads: waits().map(|wait| u64::from(wait.chunk_reads)).sum(),
             origin_polls: waits().map(|wait| u64::from(wait.origin_polls)).sum(),
-            chunk_fetch_spread_seconds: CHUNK_FETCH_SPREAD.as_secs_f64(),
+            reads_backed_off: waits().map(|wait| u64::from(wait.reads_backed_off)).sum(),
+            chunk_fetch_window_seconds: waits()
+                .filter_map(|wait| wait.chunk_fetch_window_seconds)
+                .max(),
             origin,
+            opening,
             eta: EtaAccuracy::of(waits()),
         }
     }
@@ -139,15 +154,24 @@ impl WaitingRoom {
     fn render(&self, line: &mut impl FnMut(String)) {
         line("Waiting room".to_owned());
         line(format!(
-            "  {} customers had a number; {} of them joined the pre-queue and found theirs in \
-             the published draw (chunk fetches spread over 0-{:.0} s)",
-            self.numbered, self.pre_queue_entrants, self.chunk_fetch_spread_seconds
+            "  {} customers had a number; {} joined the pre-queue, to find theirs in the \
+             published draw (each chunk fetched at a moment of the entrant's own within {})",
+            self.numbered,
+            self.pre_queue_entrants,
+            match self.chunk_fetch_window_seconds {
+                Some(window) => format!("the status's {window} s"),
+                None => "no window: the status gave none".to_owned(),
+            }
         ));
         line(format!(
-            "  sent while waiting: {} status reads and {} chunk fetches (through the CDN), {} \
-             polls of the origin after joining (claims)",
-            self.status_reads, self.chunk_reads, self.origin_polls
+            "  sent while waiting: {} status reads and {} chunk fetches (through the CDN; {} \
+             more refused or unanswered, read again after a backoff), {} polls of the origin \
+             after joining (claims)",
+            self.status_reads, self.chunk_reads, self.reads_backed_off, self.origin_polls
         ));
+        if let Some(opening) = &self.opening {
+            opening.render(line);
+        }
         match &self.origin {
             Some(origin) => render_origin(origin, line),
             None => line("  (no origin figures: the server's traffic could not be read)".into()),
@@ -546,7 +570,7 @@ mod tests {
                 think_ms: 0,
             },
             customers: CustomerCounts::default(),
-            waiting_room: WaitingRoom::tally(&[], None),
+            waiting_room: WaitingRoom::tally(&[], None, None),
             holds: HoldCounts::default(),
             stored: StoredCounts::default(),
             tickets: TicketCounts::default(),

@@ -67,13 +67,14 @@ impl Stack {
         event_admin::EventAdmin::new(&self.queue, &self.records, "lineup simulate")
     }
 
-    /// Seeds the event's seats (all AVAILABLE), then opens its queue now, paced by `pacing`.
+    /// Seeds the event's seats (all AVAILABLE), then opens its queue now, paced by `pacing`;
+    /// returns when admission starts (the end of the pre-queue).
     pub async fn create_event(
         &self,
         event: &EventId,
         seats: &SeatLayout,
         pacing: &SettingsChange,
-    ) -> Result<(), SimulateError> {
+    ) -> Result<SystemTime, SimulateError> {
         event_admin::seed(
             &self.ledger,
             &self.records,
@@ -90,7 +91,7 @@ impl Stack {
         self.admin()
             .open(event, pacing, SystemTime::now())
             .await
-            .map(|_| ())
+            .map(|settings| settings.opens_at)
             .map_err(|source| SimulateError::ConfigureQueue {
                 event: event.to_string(),
                 source,

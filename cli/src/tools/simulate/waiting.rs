@@ -1,9 +1,14 @@
-//! A customer's wait, as the waiting-room protocol has a client wait: read the public status
-//! through the CDN at the pace it sets (5 s near the front, up to 5 minutes far back), find a
-//! pre-queue number in the published draw, and go to the origin only to claim, once, when the
-//! number is called (and once after a cache loss the status announces, if the ticket predates
-//! it: that poll puts the customer back). What the customer was told on the way (each ETA, when
-//! its number was called, the statuses it read) is kept for the report and the order check.
+//! A customer's wait, as the waiting-room page (`web/status.js`, `web/queue.js`) has a client
+//! wait: read the public status through the CDN at the pace it sets, each read at a moment of the
+//! customer's own (`EventStatus::next_read_jittered`: a tenth of the ETA, 5 s to 5 minutes, moved
+//! within ±20 %; before the opening, once a minute at most, then once after it, within the
+//! opening's spread), find a pre-queue number in the published draw (its chunk fetched at a
+//! moment of its own within the status's `chunkFetchWindowSeconds`), and go to the origin only to
+//! claim, once, when the number is called (and once after a cache loss the status announces, if
+//! the ticket predates it: that poll puts the customer back). A status or chunk read answered
+//! 429 or 5xx, or not at all, is read again after an exponential backoff with jitter, never
+//! replaced by a poll of the origin. What the customer was told on the way (each ETA, when its
+//! number was called, the statuses it read) is kept for the report and the order check.
 //!
 //! Through a cache loss, a customer keeps its ticket, as the page does: a 404 for its ticket
 //! (`queue_entry_not_found`) or its event (`event_not_found`) is asked again after a while, a
@@ -23,11 +28,18 @@ use super::api_client::{Api, CallError, NumberedPlace, Polled, PreQueuePlace, St
 use super::customer::Outcome;
 use super::persona::Patience;
 
-/// The longest a pre-queue entrant waits, at random, between seeing the draw published and
-/// fetching its chunk, so that a big pre-queue does not fetch all at once. At most a quarter of
-/// the claim window too: the first numbers are called as soon as the draw is in, and their
-/// holders must still learn them and claim in time.
-pub const CHUNK_FETCH_SPREAD: Duration = Duration::from_secs(10);
+/// A failed status or chunk read is tried again after 1–2 s, then 2–4 s, 4–8 s... at most
+/// 30–60 s (half the doubling ceiling plus a random half of it), and never sooner than its
+/// `Retry-After` (plus up to 20 %): `web/status.js`'s `backoffMs`.
+const BACKOFF_FIRST: Duration = Duration::from_secs(2);
+const BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// How many failed reads in a row a customer takes before giving up (the page never does; at
+/// the backoff's ceiling this is a quarter of an hour, and a run ends sooner).
+const READ_FAILURES_TAKEN: u32 = 20;
+
+/// The share of a server-given delay (`Retry-After`) a client may add at random, as the
+/// contract asks (`web/timers.js`'s `withJitter`).
+const RETRY_AFTER_JITTER: f64 = 0.2;
 
 /// How often a customer asks the origin while its answer contradicts the published status or
 /// draw (a called number told to wait; an entrant the draw does not list told it is still in the
@@ -63,6 +75,13 @@ pub struct WaitLog {
     pub status_reads: u32,
     /// Draw chunks fetched (through the CDN).
     pub chunk_reads: u32,
+    /// Status and chunk reads answered 429 or 5xx, or not at all, each read again after a
+    /// backoff (not counted in `status_reads` and `chunk_reads`).
+    pub reads_backed_off: u32,
+    /// When a pre-queue entrant found its number in the draw.
+    pub numbered_at: Option<Instant>,
+    /// The `chunkFetchWindowSeconds` of the status that showed the draw published.
+    pub chunk_fetch_window_seconds: Option<u64>,
     /// Polls of the origin after the join: claims, and polls on doubt.
     pub origin_polls: u32,
     /// The statuses read, as (`updatedAt`, `servingUpTo`), in the order read (the CDN's same copy
@@ -250,7 +269,7 @@ impl Waiter<'_> {
     /// draw left out: the order check reports those).
     async fn until_numbered(&mut self, place: PreQueuePlace) -> Result<Step, CallError> {
         self.log.pre_queue = true;
-        let mut read_after = place.read_status_after;
+        let mut read_after = self.jittered_retry_after(place.read_status_after);
         let mut looked_up = false;
         loop {
             if let Some(outcome) = self.out_of_patience(&place.queue_id).await? {
@@ -268,17 +287,21 @@ impl Waiter<'_> {
             else {
                 // No number yet (0 stands for none): paced by the opening, then every 5 s until
                 // the draw is out, in its first seconds.
-                read_after = status.next_read(0, SystemTime::now());
+                read_after = self.next_read(&status, 0);
                 continue;
             };
-            // A published chunk never changes: it is fetched once.
+            // A published chunk never changes: it is fetched once, at the customer's own moment
+            // within the window the status gives.
             if !looked_up {
                 looked_up = true;
-                self.spread_chunk_fetch(&status).await;
+                self.log.chunk_fetch_window_seconds = status.chunk_fetch_window_seconds;
+                let u = self.uniform();
+                self.sleep(status.chunk_fetch_delay(u)).await;
                 if let Some(number) = self.number_in_draw(&place.entrant, prefix_length).await? {
                     // The held ticket (number 0) claims as well as one stating the number: the
                     // claim's answer carries the new one. The status is read again at once.
                     self.log.number = Some(number);
+                    self.log.numbered_at = Some(Instant::now());
                     return Ok(Step::Next(Standing::Numbered(NumberedPlace {
                         queue_id: place.queue_id,
                         number,
@@ -289,7 +312,9 @@ impl Waiter<'_> {
                 }
             }
             read_after = match self.ask_origin(&place.queue_id).await? {
-                Step::Next(Standing::PreQueue(again)) => again.read_status_after,
+                Step::Next(Standing::PreQueue(again)) => {
+                    self.jittered_retry_after(again.read_status_after)
+                }
                 step => return Ok(step),
             };
             // Still in the pre-queue by the origin's word, and not in the published draw.
@@ -300,14 +325,39 @@ impl Waiter<'_> {
         }
     }
 
-    /// A random pause of 0 to [`CHUNK_FETCH_SPREAD`] (at most a quarter of the claim window).
-    async fn spread_chunk_fetch(&mut self, status: &EventStatus) {
-        let most = CHUNK_FETCH_SPREAD.min(Duration::from_secs(status.claim_window_seconds) / 4);
-        let pause = Duration::from_millis(self.rng.random_range(0..=most.as_millis() as u64));
-        tokio::time::sleep(pause).await;
+    /// The customer's own uniform sample in `[0, 1)`, a fresh one each time.
+    fn uniform(&mut self) -> f64 {
+        self.rng.random()
+    }
+
+    /// When to read the status after `status`, holding `number` (0: none yet): the page's
+    /// moment, at the customer's own jitter.
+    fn next_read(&mut self, status: &EventStatus, number: u64) -> Duration {
+        let u = self.uniform();
+        status.next_read_jittered(number, SystemTime::now(), u)
+    }
+
+    /// A server-given delay (an answer's `Retry-After`) with up to 20 % added at random.
+    fn jittered_retry_after(&mut self, delay: Duration) -> Duration {
+        let u = self.uniform();
+        delay.mul_f64(1.0 + RETRY_AFTER_JITTER * u)
+    }
+
+    /// After `failures` failed reads in a row, waits as the page does before reading again
+    /// ([`backoff`]); gives `error` back once [`READ_FAILURES_TAKEN`] failed.
+    async fn back_off(&mut self, failures: u32, error: CallError) -> Result<(), CallError> {
+        self.log.reads_backed_off += 1;
+        if failures >= READ_FAILURES_TAKEN {
+            return Err(error);
+        }
+        let (u, v) = (self.uniform(), self.uniform());
+        self.sleep(backoff(failures - 1, error.retry_after(), u, v))
+            .await;
+        Ok(())
     }
 
     /// The entrant's number as its chunk of the published draw lists it (`None`: not listed).
+    /// A chunk that could not be read (429, 5xx, no answer) is read again after a backoff.
     async fn number_in_draw(
         &mut self,
         entrant: &str,
@@ -316,8 +366,18 @@ impl Waiter<'_> {
         let Some(prefix) = entrant.get(..prefix_length) else {
             return Ok(None);
         };
+        let mut failures = 0;
+        let chunk = loop {
+            match self.api.draw_chunk(self.event, prefix).await {
+                Ok(chunk) => break chunk,
+                Err(error) if error.is_transient() => {
+                    failures += 1;
+                    self.back_off(failures, error).await?;
+                }
+                Err(error) => return Err(error),
+            }
+        };
         self.log.chunk_reads += 1;
-        let chunk = self.api.draw_chunk(self.event, prefix).await?;
         Ok(chunk
             .entries
             .iter()
@@ -329,7 +389,7 @@ impl Waiter<'_> {
     /// until the number is called; then claims.
     async fn until_called(&mut self, mut place: NumberedPlace) -> Result<Step, CallError> {
         self.log.number = Some(place.number);
-        let mut read_after = place.read_status_after;
+        let mut read_after = self.jittered_retry_after(place.read_status_after);
         loop {
             if let Some(outcome) = self.out_of_patience(&place.queue_id).await? {
                 return Ok(Step::Over(outcome));
@@ -350,11 +410,13 @@ impl Waiter<'_> {
                 // Told to wait on although called: the order check reports it.
                 read_after = match self.ask_origin(&place.queue_id).await? {
                     Step::Next(Standing::Numbered(again)) => {
-                        let after = again.read_status_after;
+                        let after = self.jittered_retry_after(again.read_status_after);
                         place = again;
                         after
                     }
-                    Step::Next(Standing::PreQueue(again)) => again.read_status_after,
+                    Step::Next(Standing::PreQueue(again)) => {
+                        self.jittered_retry_after(again.read_status_after)
+                    }
                     step => return Ok(step),
                 };
                 if let Some(requeued) = &mut self.log.requeued {
@@ -376,7 +438,7 @@ impl Waiter<'_> {
             }
             self.log
                 .predict(read_at, status.eta(place.number), PredictionSource::Status);
-            read_after = status.next_read(place.number, SystemTime::now());
+            read_after = self.next_read(&status, place.number);
         }
     }
 
@@ -452,11 +514,17 @@ impl Waiter<'_> {
         self.sleep(pause).await;
     }
 
+    /// One read of the public status. A 404 for the event is read again after a while (see
+    /// [`NOT_FOUND_ATTEMPTS`]); a 429, a 5xx or no answer after a backoff ([`backoff`]).
     async fn read_status(&mut self) -> Result<EventStatus, CallError> {
-        let mut not_found = 0;
+        let (mut not_found, mut failures) = (0, 0);
         let status = loop {
             match self.api.status(self.event).await {
                 Ok(status) => break status,
+                Err(error) if error.is_transient() => {
+                    failures += 1;
+                    self.back_off(failures, error).await?;
+                }
                 // The event is ours and exists: the cache lost it. Keep the ticket; read again.
                 Err(error) if error.is_not_found("event_not_found") => {
                     self.log.event_not_found += 1;
@@ -500,6 +568,19 @@ impl Waiter<'_> {
     }
 }
 
+/// How long to wait before reading again after `failures` failed reads before this one, given
+/// two uniform samples `u` and `v` in `[0, 1)`: half the doubling ceiling (2 s, 4 s... at most
+/// 60 s) plus `u` of the other half, but not sooner than the answer's `Retry-After` plus `v` of
+/// a fifth of it (`web/status.js`'s `backoffMs`).
+fn backoff(failures: u32, retry_after: Option<Duration>, u: f64, v: f64) -> Duration {
+    let ceiling = BACKOFF_MAX.min(BACKOFF_FIRST * 2u32.pow(failures.min(10)));
+    let wait = ceiling / 2 + (ceiling / 2).mul_f64(u);
+    let floor = retry_after
+        .unwrap_or_default()
+        .mul_f64(1.0 + RETRY_AFTER_JITTER * v);
+    wait.max(floor)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::VecDeque;
@@ -516,12 +597,12 @@ mod tests {
 
     const ENTRANT: &str = "ab0123456789abcdef0123456789abcd";
 
-    /// A stand-in for the API: canned statuses (the last one repeats), one draw chunk, canned
-    /// poll answers (the last one repeats); it records every request it got.
+    /// A stand-in for the API: canned statuses, draw chunks and poll answers (the last of each
+    /// repeats); it records every request it got.
     #[derive(Default)]
     struct FakeApi {
         statuses: VecDeque<Value>,
-        chunk: Value,
+        chunks: VecDeque<Value>,
         polls: VecDeque<Value>,
         asked: Vec<String>,
     }
@@ -550,15 +631,15 @@ mod tests {
         };
         match (method, path.rsplit('/').nth(1)) {
             (Method::GET, _) if path.ends_with("/status") => json(next(&mut fake.statuses)),
-            (Method::GET, Some("draw")) => json(fake.chunk.clone()),
+            (Method::GET, Some("draw")) => json(next(&mut fake.chunks)),
             (Method::GET, Some("queue")) => json(next(&mut fake.polls)),
             (Method::DELETE, Some("queue")) => StatusCode::NO_CONTENT.into_response(),
             _ => StatusCode::NOT_FOUND.into_response(),
         }
     }
 
-    /// A status as the public route serves it. A claim window of 0 makes the chunk fetch's
-    /// random pause 0.
+    /// A status as the public route serves it (no `chunkFetchWindowSeconds`: the chunk is
+    /// fetched at once).
     fn status_json(state: &str, serving: u64, published: bool) -> Value {
         json!({
             "eventId": "sim-1", "state": state, "opensAt": "2026-12-01T10:00:00Z",
@@ -630,7 +711,7 @@ mod tests {
                 status_json("open", 1, true),
                 status_json("open", 5, true),
             ]),
-            chunk: json!({"prefix": "a", "entries": [[ENTRANT, 3], ["a9", 1]]}),
+            chunks: VecDeque::from([json!({"prefix": "a", "entries": [[ENTRANT, 3], ["a9", 1]]})]),
             polls: VecDeque::from([
                 json!({"status": "admitted", "queueId": "3.1.mac", "accessToken": "t", "expiresAt": "x"}),
             ]),
@@ -666,10 +747,58 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_refused_status_or_chunk_is_read_again_after_a_backoff_never_asked_of_the_origin() {
+        let refused = |status| json!({"httpStatus": status, "code": "throttled"});
+        let fake = FakeApi {
+            statuses: VecDeque::from([
+                status_json("pre_queue", 0, false),
+                refused(503),
+                refused(429),
+                status_json("open", 0, true),
+                status_json("open", 5, true),
+            ]),
+            chunks: VecDeque::from([
+                refused(429),
+                refused(502),
+                json!({"prefix": "a", "entries": [[ENTRANT, 3]]}),
+            ]),
+            polls: VecDeque::from([admitted("3.1.mac")]),
+            ..FakeApi::default()
+        };
+        let (waited, log, asked) = wait_against(fake, Patience::Patient, pre_queue()).await;
+        assert!(matches!(waited, Waited::Admitted { .. }));
+        assert_eq!(log.reads_backed_off, 4);
+        assert_eq!((log.status_reads, log.chunk_reads), (3, 1));
+        assert!(log.numbered_at.is_some());
+        assert_eq!(asked.iter().filter(|a| a.contains("/draw/")).count(), 3);
+        let origin: Vec<&String> = asked.iter().filter(|a| a.contains("/queue")).collect();
+        assert_eq!(
+            origin,
+            ["GET /events/sim-1/queue/0.1.mac"],
+            "only the claim"
+        );
+    }
+
+    #[test]
+    fn the_backoff_doubles_to_a_minute_with_jitter_and_heeds_retry_after() {
+        let seconds = |failures, u| backoff(failures, None, u, 0.0).as_secs_f64();
+        assert_eq!((seconds(0, 0.0), seconds(0, 0.5)), (1.0, 1.5), "1-2 s");
+        assert_eq!(seconds(1, 0.5), 3.0, "2-4 s");
+        assert_eq!(seconds(2, 0.0), 4.0, "4-8 s");
+        assert_eq!(seconds(5, 0.0), 30.0, "at most 30-60 s");
+        assert_eq!(seconds(40, 1.0), 60.0);
+        // Never sooner than Retry-After, plus up to a fifth of it.
+        let after = Some(Duration::from_secs(10));
+        assert_eq!(backoff(0, after, 1.0, 0.0), Duration::from_secs(10));
+        assert_eq!(backoff(0, after, 1.0, 0.5), Duration::from_secs(11));
+        assert_eq!(backoff(4, after, 1.0, 0.5), Duration::from_secs(32));
+    }
+
+    #[tokio::test]
     async fn an_entrant_the_draw_does_not_list_asks_the_origin_and_gives_up_on_its_word() {
         let fake = FakeApi {
             statuses: VecDeque::from([status_json("open", 0, true)]),
-            chunk: json!({"prefix": "a", "entries": [["a9", 1]]}),
+            chunks: VecDeque::from([json!({"prefix": "a", "entries": [["a9", 1]]})]),
             polls: VecDeque::from([json!({
                 "status": "waiting", "queueId": "0.1.mac", "entrant": ENTRANT, "etaSeconds": 0,
             })]),
