@@ -22,6 +22,8 @@ echo "==> 2-5. the queue at ${1:-2000000} customers, an admit tick of 5,000, rou
 cargo bench -q --locked -p lineup-tests --bench queue_scale -- "${1:-2000000}" | without_metric_lines
 echo "==> 4, 7. seat contention and DynamoDB requests per operation (moto)"
 cargo bench -q --locked -p lineup-tests --bench contention -- 1000 | without_metric_lines
+echo "==> 13. the bot challenge at join: a client's work per difficulty, the server's check"
+cargo bench -q --locked -p lineup-tests --bench proof_of_work
 
 echo "==> 6. binary sizes and cold starts under cargo-lambda's runtime emulator"
 cargo lambda build --release --locked -q \

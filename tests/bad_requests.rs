@@ -249,6 +249,7 @@ async fn with_redis_down_join_and_poll_answer_503_with_retry_after_and_recover()
         key: signing_key().into(),
         clock: Arc::new(SystemClock),
         required_claim: None,
+        challenge_exempt_claim: None,
     };
     let event = fresh_event();
     let settings = EventSettings::opening_at(SystemTime::now() - Duration::from_secs(1));

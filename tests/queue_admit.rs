@@ -31,6 +31,7 @@ fn settings(session: Duration) -> EventSettings {
         // as a claimed admission would, so the slot accounting reads the same either way.
         claim_window: session,
         ticket_limit: None,
+        challenge_difficulty: Default::default(),
     }
 }
 

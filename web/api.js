@@ -68,6 +68,9 @@ export function problem(r) {
       message: sentence(error.message),
       seatIds: Array.isArray(error.seatIds) ? error.seatIds.map(String) : [],
       orderId: typeof error.orderId === 'string' ? error.orderId : null,
+      // challenge_required / challenge_invalid: the proof-of-work to solve before joining.
+      challenge: typeof error.challenge === 'string' ? error.challenge : null,
+      difficulty: Number.isInteger(error.difficulty) ? error.difficulty : null,
     };
   }
   if (r.data && typeof r.data.message === 'string') {

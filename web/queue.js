@@ -23,6 +23,11 @@ import { setPhase, setQueueStatus } from './phase.js';
 import { validateCustomer } from './customer.js';
 import { scheduleStatusRead } from './status.js';
 import { enterSeats } from './seats.js';
+import { CANNOT_SOLVE, isChallenge, solveChallenge } from './challenge.js';
+
+/** How many challenges in a row one join solves before giving up (a second one only comes when
+ *  the first expired while solving, or the server's key rotated). */
+const CHALLENGES_PER_JOIN = 3;
 
 export async function join() {
   if (!validateCustomer({ resumeSession: false })) {
@@ -35,6 +40,23 @@ export async function join() {
   let r;
   try {
     r = await api('POST', `/events/${enc(state.eventId)}/queue`, { body: {} });
+    // The event asks for a proof-of-work: solve the challenge the refusal carries, join again.
+    for (let solved = 0; solved < CHALLENGES_PER_JOIN && isChallenge(problem(r)); solved++) {
+      let proofOfWork;
+      try {
+        setQueueStatus('joining', 'Checking this browser before joining (about a second)…');
+        proofOfWork = await solveChallenge(problem(r), (hashes) =>
+          setQueueStatus('joining', `Checking this browser before joining… (${hashes.toLocaleString()} tries)`),
+        );
+      } catch {
+        setQueueStatus('idle', 'You are not in the queue yet.');
+        setPhase('idle');
+        notify(CANNOT_SOLVE, 'error');
+        return;
+      }
+      setQueueStatus('joining', 'Joining the queue…');
+      r = await api('POST', `/events/${enc(state.eventId)}/queue`, { body: { proofOfWork } });
+    }
   } catch {
     setQueueStatus('idle', 'You are not in the queue yet.');
     setPhase('idle');

@@ -24,6 +24,7 @@ use lineup::domain::clock::unix_millis;
 use lineup::domain::event_settings::{ClosedReason, EventSettings, QueueState};
 use lineup::domain::ids::EventId;
 use lineup::domain::layout::SeatLayout;
+use lineup::domain::proof_of_work::ChallengeDifficulty;
 
 /// Changes to an event's settings; `None` keeps the current value (or the default, for a new
 /// event).
@@ -53,6 +54,18 @@ pub struct SettingsChange {
     /// Remove the event's ticket limit (customers may then buy any number of seats).
     #[arg(long, conflicts_with = "ticket_limit")]
     pub no_ticket_limit: bool,
+    /// The proof-of-work every new joiner must show: this many leading zero bits (0 to 24; 0
+    /// asks none, the default; 18 is about a second on a phone, BENCHMARKS.md). Takes effect
+    /// at once, also on a live on-sale.
+    #[arg(long, value_name = "BITS", value_parser = parse_challenge_difficulty)]
+    pub challenge_difficulty: Option<ChallengeDifficulty>,
+}
+
+fn parse_challenge_difficulty(raw: &str) -> Result<ChallengeDifficulty, String> {
+    let bits: u32 = raw
+        .parse()
+        .map_err(|_| format!("{raw:?} is not a number of bits (0 to 24)"))?;
+    ChallengeDifficulty::new(bits).map_err(|error| error.to_string())
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -147,6 +160,9 @@ impl SettingsChange {
             (Some(limit), false) => settings.ticket_limit = Some(limit),
             (None, true) => settings.ticket_limit = None,
             (None, false) => {}
+        }
+        if let Some(difficulty) = self.challenge_difficulty {
+            settings.challenge_difficulty = difficulty;
         }
         if settings.max_active == 0 || settings.admit_per_second == 0 {
             return Err(AdminError::ZeroLimit);
@@ -603,8 +619,14 @@ pub fn describe(event: &EventId, settings: &EventSettings) -> String {
         Some(limit) => format!("at most {limit} tickets per customer"),
         None => "no ticket limit".to_owned(),
     };
+    let challenge = match settings.challenge_difficulty {
+        difficulty if difficulty.is_required() => {
+            format!("a proof-of-work of {} bits to join", difficulty.bits())
+        }
+        _ => "no proof-of-work to join".to_owned(),
+    };
     format!(
-        "event {}: {}, opens at {}, max active {}, {} admissions/s, sessions of {}, {} to claim, {}",
+        "event {}: {}, opens at {}, max active {}, {} admissions/s, sessions of {}, {} to claim, {}, {}",
         event,
         settings.state.as_str(),
         humantime::format_rfc3339_seconds(settings.opens_at),
@@ -613,6 +635,7 @@ pub fn describe(event: &EventId, settings: &EventSettings) -> String {
         humantime::format_duration(settings.session),
         humantime::format_duration(settings.claim_window),
         ticket_limit,
+        challenge,
     )
 }
 
@@ -720,7 +743,34 @@ mod tests {
             both.apply(limited, now),
             Err(AdminError::ConflictingTicketLimit)
         ));
-        assert!(describe(&EventId::parse("gala").unwrap(), &removed).ends_with("no ticket limit"));
+        assert!(describe(&EventId::parse("gala").unwrap(), &removed)
+            .ends_with("no ticket limit, no proof-of-work to join"));
+    }
+
+    #[test]
+    fn a_challenge_difficulty_is_set_kept_and_turned_off_only_when_named() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let bits = |n| SettingsChange {
+            challenge_difficulty: Some(ChallengeDifficulty::new(n).unwrap()),
+            ..SettingsChange::default()
+        };
+        let hard = bits(18).apply(EventSettings::opening_at(now), now).unwrap();
+        assert_eq!(hard.challenge_difficulty.bits(), 18);
+        let repaced = SettingsChange {
+            rate: Some(7),
+            ..SettingsChange::default()
+        }
+        .apply(hard, now)
+        .unwrap();
+        assert_eq!(repaced.challenge_difficulty.bits(), 18, "kept unless named");
+        assert!(describe(&EventId::parse("gala").unwrap(), &repaced)
+            .ends_with("a proof-of-work of 18 bits to join"));
+        let off = bits(0).apply(repaced, now).unwrap();
+        assert!(!off.challenge_difficulty.is_required());
+        assert!(parse_challenge_difficulty("24").is_ok());
+        for refused in ["25", "-1", "hard"] {
+            assert!(parse_challenge_difficulty(refused).is_err(), "{refused}");
+        }
     }
 
     #[test]

@@ -23,6 +23,9 @@
 //      the status and the chunk again after growing, jittered pauses, never asks the origin
 //      instead (no poll before her number is known), shows the number the draw gives her and
 //      claims it.
+//   g. Gina joins an event that asks for a proof-of-work (`--challenge-difficulty 14`): the bare
+//      join is refused with 403 challenge_required and a challenge; her page solves it in a Web
+//      Worker and joins again with the proof (201), then shows her number.
 //
 // Run: (cd tests/browser && npm install) once, then `node --test tests/browser/` from the repo
 // root. Screenshots go to target/browser/.
@@ -600,6 +603,51 @@ test('pre-queue behind a failing CDN: the status and the chunk read again after 
     await step(erin, 'Erin gives the admission back', async () => {
       await erin.page.click('#leave');
       await erin.page.waitForSelector('#status[data-status="left"]', { timeout: STEP_MS });
+    });
+    for (const person of people) {
+      assert.deepEqual(person.errors, [], `${person.name}'s page threw: ${person.errors.join('; ')}`);
+    }
+  } finally {
+    await browser.close();
+  }
+});
+
+test('bot challenge in the browser: a bare join refused with a challenge, solved in a worker, joined', { timeout: 300_000 }, async () => {
+  const info = await devInfo();
+  await mkdir(SHOTS, { recursive: true });
+  const event = `challenged-${suffix()}`;
+  await lineup(info, ['seed', '--event', event, '--seats', '20']);
+  await lineup(info, ['event', 'open', event, '--challenge-difficulty', '14']);
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const people = [];
+  try {
+    const gina = await customer(browser, `gina-${suffix()}`, PHONE, people);
+    const url = `${BASE}/?customer=${encodeURIComponent(gina.name)}&event=${encodeURIComponent(event)}`;
+    await step(gina, 'Gina joins: refused with a challenge, her page solves it and joins with the proof', async () => {
+      await gina.page.goto(url, { timeout: STEP_MS });
+      await waitText(gina.page, '#event-name', event, STEP_MS);
+      const answers = [];
+      gina.page.on('response', async (r) => {
+        if (isApi(r, 'POST', /\/events\/[^/]+\/queue$/)) {
+          answers.push({ status: r.status(), body: await r.json().catch(() => null), sent: r.request().postDataJSON() });
+        }
+      });
+      await gina.page.click('#join');
+      await gina.page.waitForSelector('#position[data-number]', { timeout: STEP_MS });
+      assert.equal(answers.length, 2, `two joins: ${JSON.stringify(answers)}`);
+      const [refused, joined] = answers;
+      assert.equal(refused.status, 403);
+      assert.equal(refused.body.error.code, 'challenge_required');
+      assert.equal(refused.body.error.difficulty, 14);
+      assert.equal(joined.status, 201, JSON.stringify(joined.body));
+      assert.equal(joined.sent.proofOfWork.challenge, refused.body.error.challenge, 'the proof answers the challenge');
+      assert.match(joined.sent.proofOfWork.nonce, /^[0-9]+$/);
+      await shot(gina.page, '13-gina-joined-after-the-challenge.png');
     });
     for (const person of people) {
       assert.deepEqual(person.errors, [], `${person.name}'s page threw: ${person.errors.join('; ')}`);

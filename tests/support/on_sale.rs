@@ -142,6 +142,7 @@ impl OnSale {
             session: Duration::from_secs(600),
             claim_window: Duration::from_secs(60),
             ticket_limit: None,
+            challenge_difficulty: Default::default(),
         };
         queue
             .configure(&event, &settings, &DrawSeed::generate())

@@ -121,6 +121,22 @@ pub const ASSETS: &[Asset] = &[
         content_type: "text/javascript; charset=utf-8",
         body: include_bytes!("../../../web/timers.js"),
     },
+    // The join's proof-of-work: asking the worker, the worker, and the solver it runs.
+    Asset {
+        path: "/challenge.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/challenge.js"),
+    },
+    Asset {
+        path: "/pow-worker.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/pow-worker.js"),
+    },
+    Asset {
+        path: "/pow.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/pow.js"),
+    },
     Asset {
         path: "/style.css",
         content_type: "text/css; charset=utf-8",

@@ -9,6 +9,25 @@ use crate::domain::ids::InvalidId;
 use crate::domain::webhook_signature::SignatureRefused;
 
 use crate::domain::access_token::TokenRejection;
+use crate::domain::proof_of_work::{ChallengeDifficulty, IssuedChallenge};
+
+/// A join refused for want of the event's proof-of-work: 403 `challenge_required` (none sent)
+/// or `challenge_invalid` (one sent, but forged, stale, another customer's or event's, or with
+/// too few zero bits). The answer carries a fresh challenge, so no other route is needed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", if self.proof_offered {
+    "this proof-of-work does not answer your current challenge; solve the challenge in this answer and join again"
+} else {
+    "joining this event needs a proof-of-work: solve the challenge in this answer and join again"
+})]
+pub struct ChallengeRefused {
+    /// The leading zero bits the event asks for.
+    pub difficulty: ChallengeDifficulty,
+    /// Whether the request carried a proof at all.
+    pub proof_offered: bool,
+    /// The challenge to solve; the join handler fills it in (the queue store knows no key).
+    pub fresh: Option<IssuedChallenge>,
+}
 
 /// Why a hold was refused: answers about the seats and the customer (409), not faults.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -150,6 +169,10 @@ pub enum LineupError {
         claim: String,
     },
 
+    /// The event asks every new joiner for a proof-of-work and this join did not show enough.
+    #[error(transparent)]
+    ChallengeRefused(#[from] ChallengeRefused),
+
     /// An access token that is missing, forged, expired, for another event or customer, or revoked.
     #[error("access token refused: {0}")]
     AccessDenied(#[from] TokenRejection),
@@ -282,9 +305,10 @@ impl LineupError {
             Self::Failed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             Self::InvalidRequest { .. } | Self::UnknownSeats(_) => StatusCode::BAD_REQUEST,
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::AccessDenied(_) | Self::ClaimRequired { .. } | Self::DirectAccessRefused => {
-                StatusCode::FORBIDDEN
-            }
+            Self::AccessDenied(_)
+            | Self::ClaimRequired { .. }
+            | Self::ChallengeRefused(_)
+            | Self::DirectAccessRefused => StatusCode::FORBIDDEN,
             Self::EventNotFound
             | Self::QueueEntryNotFound
             | Self::RouteNotFound { .. }
@@ -340,6 +364,8 @@ impl LineupError {
             Self::DirectAccessRefused => "direct_access_refused",
             Self::AccessDenied(_) => "access_denied",
             Self::ClaimRequired { .. } => "claim_required",
+            Self::ChallengeRefused(refused) if refused.proof_offered => "challenge_invalid",
+            Self::ChallengeRefused(_) => "challenge_required",
             Self::QueueReply { .. } | Self::SeatStoreReply { .. } => "internal_error",
         }
     }
@@ -378,6 +404,15 @@ impl LineupError {
     pub fn order_id(&self) -> Option<&str> {
         match self {
             Self::HoldRefused(HoldRefused::HoldExists { order_id }) => order_id.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The challenge a refused join should solve, shown as `error.challenge`,
+    /// `error.difficulty` and `error.expiresAt`.
+    pub fn challenge(&self) -> Option<&IssuedChallenge> {
+        match self {
+            Self::ChallengeRefused(refused) => refused.fresh.as_ref(),
             _ => None,
         }
     }

@@ -4,9 +4,16 @@
 //! before opening the customer enters the pre-queue, drawn at opening, and the answer has no
 //! number (see [`crate::application::queue_api`] for why). An on-sale may require a JWT claim to be `"true"` before
 //! anyone joins (`LINEUP_REQUIRED_CLAIM`, e.g. `email_verified`): 403 `claim_required`.
+//!
+//! An event may also ask every new joiner for a proof-of-work ([`crate::domain::proof_of_work`]):
+//! the body's `proofOfWork` is checked here (its challenge must be the caller's own for this
+//! event, in constant time) and the bits it shows go to the queue script, which compares them
+//! with the event's difficulty before storing anything. Too little is 403 `challenge_required`
+//! or `challenge_invalid`, whose body carries a fresh challenge to solve.
 
 use http::StatusCode;
 use lambda_http::{Body, Request, Response};
+use serde::Deserialize;
 
 use crate::application::http::{request, response};
 use crate::application::queue_api::QueueApi;
@@ -15,6 +22,7 @@ use std::time::{Duration, SystemTime};
 use crate::application::error::LineupError;
 use crate::application::ports::queue::Joined;
 use crate::domain::ids::{CustomerId, EventId};
+use crate::domain::proof_of_work::{ProofOfWork, WorkShown};
 
 /// Answers one join request (errors as their HTTP answer).
 pub async fn handle(api: &QueueApi, request: Request) -> Response<Body> {
@@ -32,9 +40,30 @@ async fn join(api: &QueueApi, request: &Request) -> Result<Response<Body>, Lineu
     }
     let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
     request::expect_no_body_or_json_object(request)?;
+    let proof = proof_of_work(request)?;
 
     let now = api.clock.now();
-    let joined = join_with_numbers(api, &event, &customer, now).await?;
+    let exempt = api
+        .challenge_exempt_claim
+        .as_deref()
+        .is_some_and(|claim| request::claim(request, claim) == Some("true"));
+    let work = match (&proof, exempt) {
+        (_, true) => WorkShown::Exempt,
+        (None, false) => WorkShown::Nothing,
+        (Some(proof), false) => api.key.ring().check_work(proof, &event, &customer, now),
+    };
+    let joined = match join_with_numbers(api, &event, &customer, now, work).await {
+        Err(LineupError::ChallengeRefused(mut refused)) => {
+            refused.fresh = Some(api.key.ring().issue_challenge(
+                &event,
+                &customer,
+                refused.difficulty,
+                now,
+            ));
+            return Err(LineupError::ChallengeRefused(refused));
+        }
+        other => other?,
+    };
     let (body, retry_after) = api.describe(&event, &customer, None, &joined.standing, now);
     tracing::info!(event = %event, newly_queued = joined.newly_queued, "joined");
     let status = if joined.newly_queued {
@@ -43,6 +72,42 @@ async fn join(api: &QueueApi, request: &Request) -> Result<Response<Body>, Lineu
         StatusCode::OK
     };
     Ok(response::json(status, &body, retry_after))
+}
+
+/// The join body: `{}` or `{"proofOfWork": {"challenge": "<64 hex>", "nonce": "<nonce>"}}`
+/// (other fields are ignored, as before the challenge existed).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JoinBody {
+    #[serde(default)]
+    proof_of_work: Option<ProofFields>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProofFields {
+    challenge: String,
+    nonce: String,
+}
+
+/// The body's proof-of-work, if any; 400 `invalid_proof_of_work` for one in the wrong shape.
+/// (The body is already known to be empty or a JSON object of at most 1 KiB.)
+fn proof_of_work(request: &Request) -> Result<Option<ProofOfWork>, LineupError> {
+    let body = request::body_bytes(request);
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let refused = |message: String| LineupError::invalid("invalid_proof_of_work", message);
+    let parsed: JoinBody = serde_json::from_slice(body).map_err(|_| {
+        refused(
+            "proofOfWork must be an object with the string fields challenge and nonce".to_owned(),
+        )
+    })?;
+    parsed
+        .proof_of_work
+        .map(|fields| ProofOfWork::parse(&fields.challenge, &fields.nonce))
+        .transpose()
+        .map_err(|malformed| refused(malformed.to_string()))
 }
 
 /// How many times a join waits for another request's reservation of numbers before answering
@@ -56,11 +121,12 @@ async fn join_with_numbers(
     event: &EventId,
     customer: &CustomerId,
     now: SystemTime,
+    work: WorkShown,
 ) -> Result<Joined, LineupError> {
     let mut restored = false;
     let mut waits = 0;
     loop {
-        match api.line.join(event, customer, now).await {
+        match api.line.join_with_work(event, customer, now, work).await {
             Ok(joined) => {
                 if joined.top_up_numbers {
                     // The range is half used: reserve the next before answering. This join's

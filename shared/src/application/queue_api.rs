@@ -42,6 +42,11 @@ pub struct QueueApi {
     /// For joining: a claim of the caller's JWT that must be `"true"` (e.g. `email_verified`),
     /// so throwaway accounts cannot queue; `None`: any signed-in customer may join.
     pub required_claim: Option<String>,
+    /// For joining: a claim of the caller's JWT that, when `"true"`, spares the caller the
+    /// event's proof-of-work (`LINEUP_CHALLENGE_EXEMPT_CLAIM`): the operator's identity provider
+    /// grants it to customers who cannot run the page's solver (assistive technology, no
+    /// JavaScript workers) and to support agents. `None`: nobody is exempt.
+    pub challenge_exempt_claim: Option<String>,
 }
 
 /// A customer's standing as the HTTP contract shows it.
@@ -100,6 +105,13 @@ pub enum StandingBody {
 }
 
 impl QueueApi {
+    /// The same, sparing callers whose JWT has `claim` = `"true"` the event's proof-of-work
+    /// (`None`: nobody).
+    pub fn with_challenge_exempt_claim(mut self, claim: Option<String>) -> Self {
+        self.challenge_exempt_claim = claim;
+        self
+    }
+
     /// The response body for a standing, and when the client should read the status again.
     /// `ticket` is the ticket the customer holds (`None`: a new one is issued at `now`); a
     /// waiting customer whose ticket does not state their number yet gets one that does.

@@ -9,6 +9,8 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::domain::proof_of_work::ChallengeDifficulty;
+
 /// Whether the queue takes new customers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueueState {
@@ -97,6 +99,10 @@ pub struct EventSettings {
     /// `None`: no limit. Stored as the settings hash's `ticket_limit` field (absent when `None`),
     /// which the hold path reads in the same atomic step as the hold.
     pub ticket_limit: Option<u32>,
+    /// The proof-of-work every new joiner must show ([`crate::domain::proof_of_work`]); 0 (the
+    /// default) asks none. Stored as the settings hash's `challenge_difficulty` field (absent
+    /// when 0), which the join script reads in the same atomic step as the join.
+    pub challenge_difficulty: ChallengeDifficulty,
 }
 
 impl EventSettings {
@@ -120,6 +126,7 @@ impl EventSettings {
             session: Self::DEFAULT_SESSION,
             claim_window: Self::DEFAULT_CLAIM_WINDOW,
             ticket_limit: None,
+            challenge_difficulty: ChallengeDifficulty::NONE,
         }
     }
 }

@@ -15,6 +15,7 @@
 //! - [`access_token`]: the signed proof that a customer was admitted.
 //! - [`webhook_signature`]: verifying (and, for tests, making) payment webhook signatures.
 //! - [`money`]: amounts in ISO 4217 minor units, and in Stripe's unit.
+//! - [`proof_of_work`]: the bot challenge an event may ask of every joiner.
 
 pub mod access_token;
 pub mod best_available;
@@ -25,6 +26,7 @@ pub mod ids;
 pub mod keys;
 pub mod layout;
 pub mod money;
+pub mod proof_of_work;
 pub mod seat;
 pub mod signing;
 pub mod status;

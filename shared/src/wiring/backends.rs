@@ -70,6 +70,7 @@ impl Queue {
             key,
             clock,
             required_claim,
+            challenge_exempt_claim: None,
         }
     }
 

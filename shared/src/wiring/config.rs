@@ -68,6 +68,8 @@ pub const STRIPE_API_KEY_ARN: &str = "LINEUP_STRIPE_API_KEY_ARN";
 pub const STRIPE_PUBLISHABLE_KEY: &str = "STRIPE_PUBLISHABLE_KEY";
 /// A JWT claim that must be `true` before a customer may join (e.g. `email_verified`).
 pub const REQUIRED_CLAIM: &str = "LINEUP_REQUIRED_CLAIM";
+/// The JWT claim that, when `"true"`, spares a joiner the event's proof-of-work (`join`).
+pub const CHALLENGE_EXEMPT_CLAIM: &str = "LINEUP_CHALLENGE_EXEMPT_CLAIM";
 /// The value CloudFront sends in `X-Lineup-Origin`: literal (local) or its secret's ARN (AWS).
 /// Unset: the function lets every request through (local runs).
 pub const ORIGIN_SECRET: &str = "LINEUP_ORIGIN_SECRET";
@@ -428,6 +430,29 @@ pub struct JoinConfig {
     /// `LINEUP_REQUIRED_CLAIM`: a claim of the caller's JWT that must be `"true"` (e.g.
     /// `email_verified`); unset or empty: none.
     pub required_claim: Option<String>,
+    /// `LINEUP_CHALLENGE_EXEMPT_CLAIM`: a claim of the caller's JWT that, when `"true"`, spares
+    /// the caller an event's proof-of-work (customers who cannot run the page's solver, support
+    /// agents); unset or empty: nobody is exempt.
+    pub challenge_exempt_claim: Option<String>,
+}
+
+/// A JWT claim name from the environment: short identifiers or URIs (`email_verified`,
+/// `custom:verified`, `https://example.com/verified`); whitespace or control characters are a
+/// typo. Unset or empty: none.
+fn claim_name(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<Option<String>, ConfigError> {
+    let claim = lookup(name).filter(|claim| !claim.is_empty());
+    if let Some(claim) = &claim {
+        if claim.len() > 256 || claim.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(ConfigError::Invalid {
+                name,
+                reason: "expected a JWT claim name".to_owned(),
+            });
+        }
+    }
+    Ok(claim)
 }
 
 impl JoinConfig {
@@ -438,22 +463,14 @@ impl JoinConfig {
 
     /// The same, from any lookup: tests pass a map instead of touching the process environment.
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let required_claim = lookup(REQUIRED_CLAIM).filter(|claim| !claim.is_empty());
-        if let Some(claim) = &required_claim {
-            // Claim names are short identifiers or URIs (`email_verified`, `custom:verified`,
-            // `https://example.com/verified`); whitespace or control characters are a typo.
-            if claim.len() > 256 || claim.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                return Err(ConfigError::Invalid {
-                    name: REQUIRED_CLAIM,
-                    reason: "expected a JWT claim name".to_owned(),
-                });
-            }
-        }
+        let required_claim = claim_name(lookup, REQUIRED_CLAIM)?;
+        let challenge_exempt_claim = claim_name(lookup, CHALLENGE_EXEMPT_CLAIM)?;
         Ok(Self {
             queue: QueueFunctionConfig::from_lookup(lookup)?,
             events: EventsTableConfig::from_lookup(lookup)?,
             origin: origin_secret(lookup)?,
             required_claim,
+            challenge_exempt_claim,
         })
     }
 }
@@ -972,10 +989,12 @@ mod tests {
                 ("REDIS_URL", "redis://127.0.0.1:6379"),
                 (SIGNING_KEY, KEY),
                 (REQUIRED_CLAIM, ""),
+                (CHALLENGE_EXEMPT_CLAIM, ""),
             ],
         )))
         .unwrap();
         assert_eq!(join.required_claim, None, "empty means none");
+        assert_eq!(join.challenge_exempt_claim, None, "empty means nobody");
         assert!(matches!(join.queue.signing_key, KeySource::Literal(_)));
     }
 
@@ -999,6 +1018,7 @@ mod tests {
                 &[
                     (SIGNING_KEY_SECRET_ARN, ARN),
                     (REQUIRED_CLAIM, "email_verified"),
+                    (CHALLENGE_EXEMPT_CLAIM, "custom:pow_exempt"),
                 ],
             )
             .into_iter()
@@ -1007,6 +1027,10 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(join.required_claim.as_deref(), Some("email_verified"));
+        assert_eq!(
+            join.challenge_exempt_claim.as_deref(),
+            Some("custom:pow_exempt")
+        );
         match join.queue.signing_key {
             KeySource::SecretsManager(secret) => assert_eq!(secret.secret_id, ARN),
             KeySource::Literal(_) => panic!("the ARN was set"),
@@ -1141,6 +1165,20 @@ mod tests {
             ))),
             Err(ConfigError::Invalid {
                 name: REQUIRED_CLAIM,
+                ..
+            })
+        ));
+        assert!(matches!(
+            JoinConfig::from_lookup(&lookup(&with(
+                &EVENTS,
+                &[
+                    ("REDIS_URL", "redis://x"),
+                    (SIGNING_KEY, KEY),
+                    (CHALLENGE_EXEMPT_CLAIM, "pow exempt")
+                ]
+            ))),
+            Err(ConfigError::Invalid {
+                name: CHALLENGE_EXEMPT_CLAIM,
                 ..
             })
         ));

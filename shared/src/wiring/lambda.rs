@@ -39,7 +39,9 @@ pub async fn join() -> Result<(), Error> {
     let redis = redis_queue(&config.queue.redis, config.queue.redis_user.clone()).await?;
     let queue = Queue::open(redis, &config.events);
     let key = config.queue.signing_key.load().await?;
-    let api = queue.queue_api(key, Arc::new(SystemClock), config.required_claim);
+    let api = queue
+        .queue_api(key, Arc::new(SystemClock), config.required_claim)
+        .with_challenge_exempt_claim(config.challenge_exempt_claim);
     serve_http(origin, move |request| {
         let api = api.clone();
         async move {

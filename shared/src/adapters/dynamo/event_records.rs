@@ -37,6 +37,7 @@ use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::draw::{DrawChunk, DrawSeed, DrawSummary};
 use crate::domain::event_settings::{EventSettings, QueueState};
 use crate::domain::ids::EventId;
+use crate::domain::proof_of_work::ChallengeDifficulty;
 
 const SETTINGS_SK: &str = "STATE#SETTINGS";
 const CURSOR_SK: &str = "STATE#CURSOR";
@@ -133,6 +134,12 @@ fn settings_from(item: &Item) -> Result<(EventSettings, Option<String>, DrawSeed
         session: Duration::from_millis(required("session_ms")?),
         claim_window: Duration::from_millis(required("claim_ms")?),
         ticket_limit: number(item, "ticket_limit").map(|limit| limit as u32),
+        // Absent (or from before the challenge existed): none.
+        challenge_difficulty: match number(item, "challenge_difficulty") {
+            Some(bits) => ChallengeDifficulty::new(u32::try_from(bits).unwrap_or(u32::MAX))
+                .map_err(|_| malformed("challenge_difficulty"))?,
+            None => ChallengeDifficulty::NONE,
+        },
     };
     let seed = text(item, "draw_seed")
         .and_then(DrawSeed::parse)
@@ -215,6 +222,13 @@ impl EventRecords for DynamoEventRecords {
             update.push_str(", ticket_limit = :limit");
             request = request.expression_attribute_values(":limit", n(limit));
         }
+        if settings.challenge_difficulty.is_required() {
+            update.push_str(", challenge_difficulty = :difficulty");
+            request = request.expression_attribute_values(
+                ":difficulty",
+                n(settings.challenge_difficulty.bits()),
+            );
+        }
         if let Some(reason) = closed_reason {
             update.push_str(", closed_reason = :reason");
             request = request.expression_attribute_values(":reason", s(reason));
@@ -222,6 +236,9 @@ impl EventRecords for DynamoEventRecords {
         let mut removed = Vec::new();
         if settings.ticket_limit.is_none() {
             removed.push("ticket_limit");
+        }
+        if !settings.challenge_difficulty.is_required() {
+            removed.push("challenge_difficulty");
         }
         if closed_reason.is_none() {
             removed.push("closed_reason");

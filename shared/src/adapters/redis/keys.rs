@@ -12,7 +12,8 @@ pub const OPEN_EVENTS: &str = "lineup:open-events";
 #[derive(Debug, Clone)]
 pub struct EventKeys {
     /// HASH: `state` (open, paused, closed), `opens_at_ms`, `max_active`, `admit_per_sec`,
-    /// `session_ms`, `claim_ms`, `ticket_limit` (absent: no limit), `draw_seed` (written once,
+    /// `session_ms`, `claim_ms`, `ticket_limit` (absent: no limit), `challenge_difficulty`
+    /// (absent: no proof-of-work asked at join), `draw_seed` (written once,
     /// never changed), `draw_commitment` (its hash, public), `next_number` (the last queue number
     /// handed out), `number_ceiling` (the highest number that may be handed out: reserved in
     /// the events table first), `number_block`, `numbers_reserved_at_ms` and

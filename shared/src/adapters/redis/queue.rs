@@ -17,7 +17,7 @@ use crate::adapters::redis::connection::RedisSettings;
 use crate::adapters::redis::connection::{RedisConnection, RedisCredentials};
 use crate::adapters::redis::keys::{EventKeys, OPEN_EVENTS};
 use crate::application::admit::{EntrantPages, PreQueueSize};
-use crate::application::error::LineupError;
+use crate::application::error::{ChallengeRefused, LineupError};
 use crate::application::ports::event_records::EventRecord;
 use crate::application::ports::ledger::TicketLimits;
 use crate::application::ports::queue::{
@@ -29,6 +29,7 @@ use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::draw::DrawSeed;
 use crate::domain::event_settings::{ClosedReason, EventSettings, QueueState};
 use crate::domain::ids::{CustomerId, EventId};
+use crate::domain::proof_of_work::{ChallengeDifficulty, WorkShown};
 use crate::domain::status::StatusInputs;
 
 /// How long a lapsed admission is remembered, so its owner's poll says `expired` rather than 404.
@@ -274,19 +275,50 @@ impl RedisQueue {
 
 #[async_trait]
 impl WaitingLine for RedisQueue {
-    async fn join(
+    async fn join_with_work(
         &self,
         event: &EventId,
         customer: &CustomerId,
         now: SystemTime,
+        work: WorkShown,
     ) -> Result<Joined, LineupError> {
         const OP: &str = "join";
-        let reply = self
-            .customer_script(&self.scripts.join, event, customer, now)
+        let keys = EventKeys::new(event);
+        // The proof's bits ride on the join's own script: the event's difficulty is read in the
+        // same round trip, and compared before anything is written.
+        let reply: Vec<String> = self
+            .scripts
+            .join
+            .key(&keys.settings)
+            .key(&keys.queue)
+            .key(&keys.active)
+            .key(&keys.admission)
+            .key(&keys.offered)
+            .key(&keys.prequeue)
+            .key(&keys.entrants)
+            .key(&keys.left)
+            .key(&keys.numbers_lock)
+            .arg(customer.as_str())
+            .arg(unix_millis(now))
+            .arg(NUMBERS_TOP_UP_LOCK.as_millis() as u64)
+            .arg(work.bits())
+            .invoke_async(&mut self.connection())
             .await?;
         match reply.as_slice() {
             [status] if status == "no_event" => Err(LineupError::EventNotFound),
             [status] if status == "closed" => Err(LineupError::QueueClosed),
+            [status, difficulty] if status == "challenge" => {
+                let difficulty = difficulty
+                    .parse()
+                    .ok()
+                    .and_then(|bits| ChallengeDifficulty::new(bits).ok())
+                    .ok_or_else(|| unexpected(OP, &reply))?;
+                Err(LineupError::ChallengeRefused(ChallengeRefused {
+                    difficulty,
+                    proof_offered: work.offered(),
+                    fresh: None,
+                }))
+            }
             [status, top_up] if status == "numbers_exhausted" => {
                 Err(LineupError::NumbersExhausted {
                     top_up: top_up == "1",
@@ -600,6 +632,7 @@ impl EventSettingsStore for RedisQueue {
             .arg(ticket_limit_arg(settings))
             .arg(seed.reveal())
             .arg(seed.commitment())
+            .arg(settings.challenge_difficulty.bits())
             .invoke_async(&mut self.connection())
             .await?;
         // The open-events set is outside the event's slot, so it is a second call; the admitter
@@ -645,10 +678,12 @@ impl EventSettingsStore for RedisQueue {
                 "session_ms",
                 "claim_ms",
                 "ticket_limit",
+                "challenge_difficulty",
             ])
             .query_async(&mut self.connection())
             .await?;
-        let [state, opens_at, max_active, rate, session, claim, ticket_limit] = values.as_slice()
+        let [state, opens_at, max_active, rate, session, claim, ticket_limit, difficulty] =
+            values.as_slice()
         else {
             return Err(unexpected(OP, &[]));
         };
@@ -678,6 +713,14 @@ impl EventSettingsStore for RedisQueue {
                 .as_deref()
                 .map(|raw| raw.parse::<u32>().map_err(|_| unexpected(OP, &shown)))
                 .transpose()?,
+            challenge_difficulty: match difficulty {
+                Some(raw) => raw
+                    .parse()
+                    .ok()
+                    .and_then(|bits| ChallengeDifficulty::new(bits).ok())
+                    .ok_or_else(|| unexpected(OP, &shown))?,
+                None => ChallengeDifficulty::NONE,
+            },
         }))
     }
 }
@@ -801,6 +844,7 @@ impl PlaceRestorer for RedisQueue {
                     .map(|at| at.to_string())
                     .unwrap_or_default(),
             )
+            .arg(settings.challenge_difficulty.bits())
             .invoke_async(&mut self.connection())
             .await?;
         self.track_open(event, settings.state).await?;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use async_trait::async_trait;
 
 use crate::application::admit::{EntrantPages, PreQueueSize};
-use crate::application::error::{LineupError, Store};
+use crate::application::error::{ChallengeRefused, LineupError, Store};
 use crate::application::fakes::outage::{Faulty, Outage};
 use crate::application::ports::event_records::EventRecord;
 use crate::application::ports::queue::{
@@ -28,6 +28,7 @@ use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::draw::DrawSeed;
 use crate::domain::event_settings::{ClosedReason, EventSettings, QueueState};
 use crate::domain::ids::{CustomerId, EventId};
+use crate::domain::proof_of_work::WorkShown;
 use crate::domain::status::StatusInputs;
 
 /// As the Redis adapter's `RESTORE_GRACE`: after a restore, admission calls no number past the
@@ -518,11 +519,12 @@ impl EventSettingsStore for MemoryQueue {
 #[async_trait]
 impl WaitingLine for MemoryQueue {
     /// `join.lua`.
-    async fn join(
+    async fn join_with_work(
         &self,
         event: &EventId,
         customer: &CustomerId,
         now: SystemTime,
+        work: WorkShown,
     ) -> Result<Joined, LineupError> {
         let mut guard = self.enter("join")?;
         let state = &mut *guard;
@@ -562,6 +564,17 @@ impl WaitingLine for MemoryQueue {
                 standing: known.waiting_standing(customer, number),
                 top_up_numbers: false,
             });
+        }
+        let difficulty = known.settings.challenge_difficulty;
+        if difficulty.bits() > work.bits()
+            && !known.prequeue.contains(customer)
+            && !known.entrant_set.contains(customer)
+        {
+            return Err(LineupError::ChallengeRefused(ChallengeRefused {
+                difficulty,
+                proof_offered: work.offered(),
+                fresh: None,
+            }));
         }
         let pre_queue = |known: &EventState, newly_queued: bool| Joined {
             newly_queued,

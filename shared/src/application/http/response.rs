@@ -51,6 +51,15 @@ struct ErrorDetail<'a> {
     seat_ids: Option<&'a [String]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     order_id: Option<&'a str>,
+    /// `challenge_required` / `challenge_invalid`: the challenge to solve.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    challenge: Option<&'a str>,
+    /// The leading zero bits the solution's hash needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    difficulty: Option<u32>,
+    /// When the challenge stops being accepted, RFC 3339 in UTC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expires_at: Option<String>,
 }
 
 /// The response for an error, logged here once: server-side failures with their source chain,
@@ -76,6 +85,11 @@ pub fn error(error: &LineupError) -> Response<Body> {
             message: error.public_message(),
             seat_ids: error.seat_ids(),
             order_id: error.order_id(),
+            challenge: error.challenge().map(|issued| issued.challenge.as_str()),
+            difficulty: error.challenge().map(|issued| issued.difficulty.bits()),
+            expires_at: error
+                .challenge()
+                .map(|issued| crate::domain::clock::rfc3339(issued.expires_at)),
         },
     };
     let retry_after = error

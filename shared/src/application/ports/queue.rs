@@ -9,6 +9,7 @@ use crate::application::error::LineupError;
 use crate::domain::draw::DrawSeed;
 use crate::domain::event_settings::{ClosedReason, EventSettings};
 use crate::domain::ids::{CustomerId, EventId};
+use crate::domain::proof_of_work::WorkShown;
 use crate::domain::status::StatusInputs;
 
 /// Where a customer stands in an event's queue.
@@ -81,13 +82,29 @@ pub struct TickReport {
 /// The customer-facing side: join, look up, leave.
 #[async_trait]
 pub trait WaitingLine: Send + Sync {
-    /// Puts `customer` in `event`'s queue, or keeps the place they already have.
+    /// Puts `customer` in `event`'s queue, or keeps the place they already have. A customer
+    /// who would be stored anew must have shown the event's proof-of-work: `work` is what the
+    /// request showed (its proof checked by the caller); too little is
+    /// [`LineupError::ChallengeRefused`], with nothing stored.
+    async fn join_with_work(
+        &self,
+        event: &EventId,
+        customer: &CustomerId,
+        now: SystemTime,
+        work: WorkShown,
+    ) -> Result<Joined, LineupError>;
+
+    /// [`WaitingLine::join_with_work`] for callers that are not a customer's request (operators'
+    /// tools, tests, benchmarks): no proof-of-work is asked of them.
     async fn join(
         &self,
         event: &EventId,
         customer: &CustomerId,
         now: SystemTime,
-    ) -> Result<Joined, LineupError>;
+    ) -> Result<Joined, LineupError> {
+        self.join_with_work(event, customer, now, WorkShown::Exempt)
+            .await
+    }
 
     /// `Ok(None)` when the customer has no entry (never joined, left, or long expired).
     async fn standing(

@@ -7,6 +7,7 @@ mod checkout;
 mod confirm;
 mod expire;
 mod hold;
+mod join;
 mod reconcile;
 mod refund;
 mod restore;

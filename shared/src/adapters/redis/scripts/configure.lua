@@ -5,7 +5,9 @@
 -- event the cache lost is restored (restore_event.lua) before an operator's change reaches here.
 -- KEYS: settings
 -- ARGV: state, opens_at_ms, max_active, admit_per_sec, session_ms, claim_ms,
---       ticket_limit ("" = no limit: the field is removed), draw_seed, draw_commitment
+--       ticket_limit ("" = no limit: the field is removed), draw_seed, draw_commitment,
+--       challenge_difficulty (leading zero bits a joiner's proof-of-work needs; "0" = none: the
+--       field is removed)
 -- Reply: 1
 redis.call('HSET', KEYS[1], 'state', ARGV[1], 'opens_at_ms', ARGV[2], 'max_active', ARGV[3],
   'admit_per_sec', ARGV[4], 'session_ms', ARGV[5], 'claim_ms', ARGV[6],
@@ -14,6 +16,11 @@ if ARGV[7] == '' then
   redis.call('HDEL', KEYS[1], 'ticket_limit')
 else
   redis.call('HSET', KEYS[1], 'ticket_limit', ARGV[7])
+end
+if ARGV[10] == '0' then
+  redis.call('HDEL', KEYS[1], 'challenge_difficulty')
+else
+  redis.call('HSET', KEYS[1], 'challenge_difficulty', ARGV[10])
 end
 if ARGV[1] ~= 'closed' then redis.call('HDEL', KEYS[1], 'closed_reason') end
 redis.call('HSETNX', KEYS[1], 'next_number', 0)

@@ -8,14 +8,20 @@
 -- top-up lock and its caller reserves the next range (shared/src/numbering.rs); when it has run
 -- out, the join answers "numbers_exhausted" and its caller reserves before trying again.
 -- KEYS: settings, queue, active, admission, offered, prequeue, entrants, left, numbers_lock
--- ARGV: customer, now_ms, top_up_lock_ms
--- Reply: {"no_event"} | {"closed"} | {"admitted", expires_ms} | {"numbers_exhausted", top_up (0|1)}
+-- A customer about to be stored anew (not one already queued, admitted or in the pre-queue)
+-- must have shown the event's proof-of-work (`challenge_difficulty` leading zero bits; the
+-- caller checked the proof and passes the bits it shows, see shared/src/domain/proof_of_work.rs):
+-- else the reply is "challenge" and nothing is written.
+-- ARGV: customer, now_ms, top_up_lock_ms, work_bits (zero bits the caller's proof shows)
+-- Reply: {"no_event"} | {"closed"} | {"challenge", difficulty} | {"admitted", expires_ms}
+--      | {"numbers_exhausted", top_up (0|1)}
 --      | {"pre_queue", newly_queued, opens_at_ms, draw_seed} (the seed for the adapter to compute
 --        the entrant's public hash with; it never reaches the customer)
 --      | {"waiting", number, position, newly_queued, serving, advance_rate|"", admit_per_sec, opens_at_ms,
 --         top_up (0|1)}
 local s = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'admit_per_sec', 'session_ms',
-  'entrants', 'drawn', 'next_number', 'draw_seed', 'number_ceiling', 'number_block')
+  'entrants', 'drawn', 'next_number', 'draw_seed', 'number_ceiling', 'number_block',
+  'challenge_difficulty')
 local state = s[1]
 if not state then return {'no_event'} end
 local opens_at, session = tonumber(s[2]), tonumber(s[4])
@@ -52,6 +58,15 @@ end
 
 local number = redis.call('ZSCORE', KEYS[2], customer)
 if number then return waiting(number, 0, 0) end
+
+-- The bot challenge, before anything is stored: a newcomer needs the event's proof-of-work
+-- (someone already in the pre-queue or among its entrants keeps their place without one).
+local difficulty = tonumber(s[11]) or 0
+if difficulty > (tonumber(ARGV[4]) or 0)
+    and redis.call('SISMEMBER', KEYS[6], customer) == 0
+    and redis.call('SISMEMBER', KEYS[7], customer) == 0 then
+  return {'challenge', tostring(difficulty)}
+end
 
 -- The pre-queue, until it closes: a join whose clock still says "before opening" but that
 -- arrives after an admitter closed it joins the queue after it (a set nobody draws would keep
