@@ -8,7 +8,8 @@ const liveEvents = cf.kvs();
 // throttles. Refused here: a path that is not canonical (an empty segment: a doubled or trailing
 // slash; another case or a percent-encoded letter in a fixed word), a path or method no route of
 // the API has, an eventId that is not 1-64 of A-Z a-z 0-9 _ - (as EventId::parse; percent-encoded
-// forms included, so one id has one cache key), a draw prefix that is not 1-6 lowercase hex
+// forms included, so one id has one cache key; on the status and draw routes, also a priority
+// group's line `<eventId>.<group>`, as EventId::parse_line), a draw prefix that is not 1-6 lowercase hex
 // digits, a layout version that is not 16; then, for a well-formed request, an eventId the store
 // of live events (the KeyValueStore associated with this function, written by `lineup event`)
 // does not hold. Refusals are the origin's own answers (400 with its code, 404 route_not_found
@@ -36,6 +37,17 @@ const ROUTES = [
   { key: 'GET /events/{eventId}/layout', cached: true },
   { key: 'GET /events/{eventId}/layout/{version}', cached: true },
 ];
+
+// The routes that also serve a priority group's line, `<eventId>.<group>` (its status and its
+// draw: docs/decisions/0031-priority-groups.md), as EventId::parse_line: the event's part is
+// checked as an eventId, the group's as 1-32 of a-z 0-9 - starting with a letter, not `general`.
+const LINE_ROUTES = [
+  'GET /events/{eventId}/status',
+  'GET /events/{eventId}/draw',
+  'GET /events/{eventId}/draw/{prefix}',
+];
+const GROUP = /^[a-z][a-z0-9-]{0,31}$/;
+const BAD_GROUP_LINE = "eventId must be an event id, or <event id>.<group> for a group's line";
 
 // The path parameters checked here, with the origin's error for a malformed one.
 const SYNTAX = {
@@ -97,12 +109,23 @@ async function decide(method, uri) {
 function checkParameters(route, template, segments) {
   for (let i = 1; i < template.length; i++) {
     if (template[i].charAt(0) !== '{') continue;
-    const syntax = SYNTAX[template[i].slice(1, -1)];
-    if (syntax && !syntax.pattern.test(segments[i])) {
+    const name = template[i].slice(1, -1);
+    let given = segments[i];
+    let message = null;
+    if (name === 'eventId' && LINE_ROUTES.indexOf(route.key) >= 0 && given.indexOf('.') >= 0) {
+      const dot = given.indexOf('.');
+      const group = given.slice(dot + 1);
+      given = given.slice(0, dot);
+      if (SYNTAX.eventId.pattern.test(given) && (!GROUP.test(group) || group === 'general')) {
+        message = BAD_GROUP_LINE;
+      }
+    }
+    const syntax = SYNTAX[name];
+    if (syntax && (message !== null || !syntax.pattern.test(given))) {
       return {
         status: 400,
         code: syntax.code,
-        message: syntax.message,
+        message: message === null ? syntax.message : message,
         cacheControl: route.cached ? MISS : null,
       };
     }
@@ -117,7 +140,8 @@ async function checkEventIsLive(route, template, segments) {
   if (at < 0) return null;
   let live;
   try {
-    live = await liveEvents.exists(segments[at]);
+    // A group's line is live with its event.
+    live = await liveEvents.exists(segments[at].split('.')[0]);
   } catch (lookupFailed) {
     return null;
   }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::StatusCode;
+use lineup::adapters::dynamo::access_codes::DynamoAccessCodes;
 use lineup::adapters::redis::queue::RedisQueue;
 use lineup::application::admit::AdmissionLoop;
 use lineup::application::error::{LineupError, Store};
@@ -250,6 +251,7 @@ async fn with_redis_down_join_and_poll_answer_503_with_retry_after_and_recover()
         clock: Arc::new(SystemClock),
         required_claim: None,
         challenge_exempt_claim: None,
+        access_codes: Arc::new(DynamoAccessCodes::in_events_table(&*records().await)),
     };
     let event = fresh_event();
     let settings = EventSettings::opening_at(SystemTime::now() - Duration::from_secs(1));

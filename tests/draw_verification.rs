@@ -8,14 +8,10 @@
 //! the same draw again changes nothing, another is refused), and an event's opening cannot move
 //! once its pre-queue has entrants.
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use lambda_http::Body;
 use lineup::adapters::redis::keys::EventKeys;
 use lineup::application::ports::event_records::{DrawPublication, DrawPublished};
-use lineup::application::status;
-use lineup::application::status::StatusApi;
 use lineup::domain::draw;
 use lineup::domain::draw::{DrawChunk, DrawMismatch, DrawSeed, DrawSummary};
 use lineup::domain::event_settings::QueueState;
@@ -24,10 +20,7 @@ use lineup::domain::status::StatusInputs;
 use lineup_cli::verify_draw::{
     self, CommittedBy, DrawCheck, Verdict, VerifyDrawArgs, VerifyDrawError,
 };
-use serde_json::Value;
-// The CLI's tokio features (net, io-util) are the test binary's too.
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use lineup_tests::public_routes::serve_public_routes;
 
 const ENTRANTS: usize = 1_000;
 
@@ -87,6 +80,7 @@ async fn write_status(event: &EventId, seed: &DrawSeed, now: SystemTime, entrant
         pre_queue: None,
         edge_budget: lineup::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
         first_call_at: None,
+        pace: None,
     }
     .status(event.as_str(), now);
     let json = serde_json::to_string(&status).expect("a status serialises");
@@ -98,90 +92,6 @@ async fn write_status(event: &EventId, seed: &DrawSeed, now: SystemTime, entrant
         .query_async(&mut lineup_tests::redis().await)
         .await
         .expect("SET the status");
-}
-
-/// Serves `GET /events/{eventId}/status|draw|draw/{prefix}` on a free local port through
-/// `status::handle`, one request per connection, until the test's runtime ends. Returns the base
-/// URL.
-async fn serve_public_routes(api: StatusApi) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind a local port");
-    let address = listener.local_addr().expect("a bound address");
-    let api = Arc::new(api);
-    tokio::spawn(async move {
-        while let Ok((connection, _)) = listener.accept().await {
-            let api = api.clone();
-            tokio::spawn(async move { answer(&api, connection).await });
-        }
-    });
-    format!("http://{address}")
-}
-
-async fn answer(api: &StatusApi, mut connection: TcpStream) {
-    let mut head = Vec::new();
-    let mut buffer = [0u8; 1024];
-    while !head.windows(4).any(|window| window == b"\r\n\r\n") {
-        match connection.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(read) => head.extend_from_slice(&buffer[..read]),
-        }
-    }
-    let head = String::from_utf8_lossy(&head);
-    let mut request_line = head.lines().next().unwrap_or_default().split(' ');
-    let (method, path) = (
-        request_line.next().unwrap_or_default(),
-        request_line.next().unwrap_or_default(),
-    );
-    let (status, headers, body) = match api_gateway_event(method, path) {
-        Some(event) => {
-            let response = status::handle(api, lineup_tests::request(&event)).await;
-            let headers: Vec<(String, String)> = response
-                .headers()
-                .iter()
-                .map(|(name, value)| {
-                    let value = value.to_str().expect("ASCII header values");
-                    (name.to_string(), value.to_owned())
-                })
-                .collect();
-            let body = match response.body() {
-                Body::Text(text) => text.clone().into_bytes(),
-                Body::Binary(bytes) => bytes.clone(),
-                _ => Vec::new(),
-            };
-            (response.status().as_u16(), headers, body)
-        }
-        // API Gateway's own answer to a route it does not have.
-        None => (404, Vec::new(), br#"{"message":"Not Found"}"#.to_vec()),
-    };
-    let mut reply = format!("HTTP/1.1 {status} -\r\n");
-    for (name, value) in headers {
-        reply.push_str(&format!("{name}: {value}\r\n"));
-    }
-    reply.push_str(&format!(
-        "content-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    ));
-    let mut bytes = reply.into_bytes();
-    bytes.extend(body);
-    let _ = connection.write_all(&bytes).await;
-    let _ = connection.shutdown().await;
-}
-
-/// The payload v2 event API Gateway sends the status function for a public route (the sample
-/// events of `events/`, as CloudFront forwards them: no caller, no viewer header).
-fn api_gateway_event(method: &str, path: &str) -> Option<Value> {
-    let segments: Vec<&str> = path.split('/').collect();
-    let (sample, parameters) = match segments.as_slice() {
-        ["", "events", event, "status"] => ("status.json", vec![("eventId", *event)]),
-        ["", "events", event, "draw"] => ("draw.json", vec![("eventId", *event)]),
-        ["", "events", event, "draw", prefix] => (
-            "draw-chunk.json",
-            vec![("eventId", *event), ("prefix", *prefix)],
-        ),
-        _ => return None,
-    };
-    (method == "GET").then(|| lineup_tests::route(&lineup_tests::sample(sample), &parameters, None))
 }
 
 /// `lineup verify-draw --event <event> --base <base> [--commitment <commitment>]`.

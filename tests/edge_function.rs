@@ -138,6 +138,7 @@ async fn published_event() -> (EventId, DrawSeed, draw::DrawSummary) {
         pre_queue: None,
         edge_budget: lineup::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
         first_call_at: None,
+        pace: None,
     }
     .status(event.as_str(), now);
     let () = redis::cmd("SET")

@@ -57,4 +57,14 @@ fn the_page_reads_by_the_wait_policys_numbers() {
         exported("status.js", "MAX_OPENING_READ_SPREAD_S"),
         wait_policy::MAX_OPENING_READ_SPREAD.as_secs_f64()
     );
+    // The ETA range and the "likely sold out" margin (`web/status.js`'s `etaRange`,
+    // `likelySoldOut`, as `wait_forecast`).
+    assert_eq!(
+        exported("status.js", "ETA_RANGE_SHARE"),
+        lineup::domain::wait_forecast::ETA_RANGE_SHARE
+    );
+    assert_eq!(
+        exported("status.js", "SOLD_OUT_MARGIN"),
+        lineup::domain::wait_forecast::SOLD_OUT_MARGIN
+    );
 }

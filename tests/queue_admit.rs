@@ -32,6 +32,8 @@ fn settings(session: Duration) -> EventSettings {
         claim_window: session,
         ticket_limit: None,
         challenge_difficulty: Default::default(),
+        code_required: false,
+        groups: Default::default(),
     }
 }
 

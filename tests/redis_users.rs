@@ -696,6 +696,87 @@ async fn each_other_function_runs_its_own_path_as_its_user() {
     }
 }
 
+#[tokio::test]
+async fn a_priority_groups_line_runs_as_the_functions_users() {
+    use lineup::application::ports::event_records::GroupMembers;
+    use lineup::domain::ids::GroupName;
+    use lineup::domain::priority_group::{Membership, PriorityGroup, PriorityGroups};
+
+    let redis = UsersRedis::start().await;
+    let sale = OnSale::with_seats_on(2, redis.admin.clone()).await;
+    let (event, clock, now) = (sale.event.clone(), sale.clock.clone(), sale.clock.now());
+    let records = sale.records.clone();
+    let fanclub = GroupName::parse("fanclub").unwrap();
+    let line = event.group_line(&fanclub);
+    // The operator gives the event a group (the record, the event's and the line's settings).
+    let admin = lineup_cli::event_admin::EventAdmin::new(&redis.admin, &records, "test");
+    admin
+        .open(&event, &Default::default(), now)
+        .await
+        .expect("open");
+    let groups = PriorityGroups::new(vec![PriorityGroup {
+        name: fanclub.clone(),
+        membership: Membership::List,
+        opens_at: now - Duration::from_secs(60),
+        closes_at: None,
+    }])
+    .unwrap();
+    admin
+        .set_groups(&event, groups, "group-add", now)
+        .await
+        .expect("groups");
+    let fan = customer(7);
+    records
+        .import_members(&line, std::slice::from_ref(&fan))
+        .await
+        .unwrap();
+
+    // join: into the group's line.
+    let join_api = Queue::new(redis.queue_as("JoinFunction").await, records.clone()).queue_api(
+        signing_key().into(),
+        clock.clone(),
+        None,
+    );
+    let joined = body(&join::handle(&join_api, join_request(&event, &fan)).await);
+    assert_eq!(joined["group"], "fanclub", "{joined}");
+    let ticket = joined["queueId"].as_str().unwrap().to_owned();
+
+    // admit: the line's tick (and the event's, behind it) as the admit function's user.
+    let admit = redis.queue_as("AdmitFunction").await;
+    let admission = Admission::new(admit.clone()).await;
+    admission.tick(&event, now).await;
+    assert_eq!(admission.tick(&line, now).await.waiting, 0);
+
+    // poll: claimed with the line's ticket; status: the line's own status.
+    let poll_api = Queue::new(redis.queue_as("PollFunction").await, records.clone()).queue_api(
+        signing_key().into(),
+        clock.clone(),
+        None,
+    );
+    let polled = body(&poll::handle(&poll_api, poll_request(&event, &fan, &ticket)).await);
+    assert_eq!(polled["status"], "admitted", "{polled}");
+    let status = redis.queue_as("StatusFunction").await;
+    assert!(status.status_json(&line).await.unwrap().is_some());
+
+    // expire: the sold-out closing closes the group's line with the event.
+    let expire = redis.queue_as("ExpireFunction").await;
+    assert!(expire.close(&event, ClosedReason::SoldOut).await.unwrap());
+    let settings = redis.admin.settings(&line).await.unwrap().expect("the line");
+    assert_eq!(settings.state, lineup::domain::event_settings::QueueState::Closed);
+
+    // Hold and confirm keep off the lines' keys.
+    let keys = EventKeys::new(&line);
+    for function in ["HoldFunction", "ConfirmFunction"] {
+        let mut connection = redis.connection_as(function).await;
+        assert_refused(
+            function,
+            &mut connection,
+            redis::cmd("EXISTS").arg(&keys.settings),
+        )
+        .await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pre_queue_draw_and_a_cache_loss_run_as_the_functions_users() {
     let redis = UsersRedis::start().await;

@@ -11,3 +11,9 @@ export const DEFAULT_POLL_S = 5; // also the status read interval at the front o
 export const MAX_STATUS_READ_S = 300; // far back, the status is read at most this far apart
 export const JUST_TAKEN_MS = 15000; // the seat map may lag: keep seats we were told are taken marked
 export const CUSTOMER_RE = /^[!-~]{1,128}$/; // the API's rule for `sub`: 1-128 visible ASCII
+// The managed challenge at the edge (template parameter EdgeChallenge; docs/decisions/0028):
+// the web ACL's application integration URL (`aws wafv2 get-web-acl --scope CLOUDFRONT
+// --region us-east-1 ... --query ApplicationIntegrationURL`). Set, the page loads AWS WAF's
+// challenge.js from it and every join carries a WAF token (web/challenge.js, its end). Empty (the
+// default, and `lineup dev`): nothing is loaded.
+export const WAF_INTEGRATION_URL = '';

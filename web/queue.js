@@ -24,6 +24,8 @@ import { validateCustomer } from './customer.js';
 import { scheduleStatusRead } from './status.js';
 import { enterSeats } from './seats.js';
 import { CANNOT_SOLVE, isChallenge, solveChallenge } from './challenge.js';
+import { askForCode, codeBody, isCodeProblem } from './access_code.js';
+import { throughEdge } from './challenge.js'; // the edge's managed challenge (ADR 0028)
 
 /** How many challenges in a row one join solves before giving up (a second one only comes when
  *  the first expired while solving, or the server's key rotated). */
@@ -39,7 +41,7 @@ export async function join() {
   setQueueStatus('joining', 'Joining the queue…');
   let r;
   try {
-    r = await api('POST', `/events/${enc(state.eventId)}/queue`, { body: {} });
+    r = await throughEdge((headers) => api('POST', `/events/${enc(state.eventId)}/queue`, { body: codeBody(), headers }));
     // The event asks for a proof-of-work: solve the challenge the refusal carries, join again.
     for (let solved = 0; solved < CHALLENGES_PER_JOIN && isChallenge(problem(r)); solved++) {
       let proofOfWork;
@@ -55,7 +57,9 @@ export async function join() {
         return;
       }
       setQueueStatus('joining', 'Joining the queue…');
-      r = await api('POST', `/events/${enc(state.eventId)}/queue`, { body: { proofOfWork } });
+      r = await throughEdge((headers) =>
+        api('POST', `/events/${enc(state.eventId)}/queue`, { body: { proofOfWork, ...codeBody() }, headers }),
+      );
     }
   } catch {
     setQueueStatus('idle', 'You are not in the queue yet.');
@@ -75,6 +79,13 @@ export async function join() {
     setQueueStatus('joining', `The service is busy; trying again in ${s} s…`);
     notify(recovering(r) ? RECOVERING : `The service is busy, retrying in ${s} seconds.`, 'info', { code: p.code });
     later('join', withJitter(s), join);
+    return;
+  }
+  if (isCodeProblem(p)) {
+    // The event is for holders of an access code: ask for it; "Join the queue" sends it.
+    setQueueStatus('idle', 'You are not in the queue yet: this on-sale needs an access code.');
+    setPhase('idle');
+    askForCode(p);
     return;
   }
   if (p.code === 'queue_closed') {
@@ -106,6 +117,9 @@ function handleStanding(standing, retryAfter, date) {
   switch (standing.status) {
     case 'waiting': {
       setQueueStatus('waiting', 'You are in the queue. Keep this page open; it updates by itself.');
+      // A number just learnt: the status is read at once, for the ETA range and the chance of
+      // a ticket it gives (web/status.js), not after Retry-After.
+      const newNumber = Number.isInteger(standing.number) && state.number !== standing.number;
       if (Number.isInteger(standing.number)) {
         learnNumber(standing.number);
         showPlace(standing.number, Number(standing.servingUpTo) || 0, Number(standing.etaSeconds) || 0);
@@ -116,7 +130,7 @@ function handleStanding(standing, retryAfter, date) {
         showPreQueue({ opensAt: standing.opensAt, etaSeconds: Number(standing.etaSeconds) || 0 });
       }
       if (state.phase !== 'waiting') setPhase('waiting');
-      scheduleStatusRead(retryAfter ?? DEFAULT_POLL_S);
+      scheduleStatusRead(newNumber ? 0 : retryAfter ?? DEFAULT_POLL_S);
       break;
     }
     case 'admitted': {

@@ -13,6 +13,7 @@
 
 import { DEFAULT_POLL_S, MAX_STATUS_READ_S } from './config.js';
 import { el } from './dom.js';
+import { describeEta } from './format.js';
 import { serverNow, state } from './state.js';
 import { later, withJitter } from './timers.js';
 import { enc, RECOVERING, UNREACHABLE } from './api.js';
@@ -31,6 +32,9 @@ export const MAX_OPENING_READ_SPREAD_S = 900; // MAX_OPENING_READ_SPREAD: a pace
 // (half the doubling ceiling plus a random half of it), and never sooner than its Retry-After.
 export const BACKOFF_FIRST_S = 2;
 export const BACKOFF_MAX_S = 60;
+// The honest ETA and the chance of a ticket, as shared/src/domain/wait_forecast.rs has them.
+export const ETA_RANGE_SHARE = 0.25; // ETA_RANGE_SHARE: the range, slots held a quarter shorter/longer
+export const SOLD_OUT_MARGIN = 1.2; // SOLD_OUT_MARGIN: demand ahead ≥ 1.2 × the seats left
 
 /** The status is read again after a server-given `seconds` (`Retry-After`: up to 20 % added,
  *  as the contract asks); once the page is visible again if it is hidden then. */
@@ -95,15 +99,60 @@ function retryAfterOf(response) {
 let statusFailures = 0;
 let chunkFailures = 0;
 
-/** Seconds until `number` is called at the status's pace, after a paced opening's first call
- *  while that is still to come (as `EventStatus::eta_at`). */
-function etaFor(status, number) {
+const positive = (value, fallback) => {
+  const number = Number(value);
+  return Number.isFinite(number) && number > 0 ? number : fallback;
+};
+
+/** Seconds until `number` is called, `{ earliest, likely, latest }` (as
+ *  `EventStatus::eta_range_at`): with the status's `pace`, the admissions it takes (the distance
+ *  ÷ `numbersPerAdmission`), the first `slotsFree` of them at `admitsPerSecond`, the rest as the
+ *  active cap frees slots (`maxActive ÷ slotSeconds` a second, the range with the slot time a
+ *  quarter shorter and longer); without one, the distance at `advancePerSecond`. After a paced
+ *  opening's first call while that is still to come. */
+export function etaRange(status, number, now = serverNow()) {
   const distance = Math.max(0, number - (Number(status.servingUpTo) || 0));
-  if (distance === 0) return 0;
-  const advance = Number(status.advancePerSecond);
+  if (distance === 0) return { earliest: 0, likely: 0, latest: 0 };
+  const pace = status.pace && typeof status.pace === 'object' ? status.pace : null;
+  let range;
+  if (pace) {
+    const admissions = distance / positive(pace.numbersPerAdmission, 1);
+    const rate = positive(pace.admitsPerSecond, 1);
+    const slot = Number(pace.slotSeconds);
+    const free = Math.max(0, Number(pace.slotsFree) || 0);
+    const at = (share) => {
+      const sustained = Number.isFinite(slot) && slot > 0
+        ? Math.min(rate, (Number(pace.maxActive) || 0) / (slot * share))
+        : positive(pace.sustainedAdmitsPerSecond, rate);
+      const intoFree = Math.min(admissions, free);
+      return intoFree / rate + (admissions - intoFree) / positive(sustained, rate);
+    };
+    range = { earliest: at(1 - ETA_RANGE_SHARE), likely: at(1), latest: at(1 + ETA_RANGE_SHARE) };
+  } else {
+    const eta = distance / positive(status.advancePerSecond, 1);
+    range = { earliest: eta, likely: eta, latest: eta };
+  }
   const firstCall = Date.parse(status.firstCallAt);
-  const untilFirstCall = Number.isFinite(firstCall) ? Math.max(0, (firstCall - serverNow()) / 1000) : 0;
-  return untilFirstCall + distance / (Number.isFinite(advance) && advance > 0 ? advance : 1);
+  const untilFirstCall = Number.isFinite(firstCall) ? Math.max(0, (firstCall - now) / 1000) : 0;
+  return {
+    earliest: untilFirstCall + range.earliest,
+    likely: untilFirstCall + range.likely,
+    latest: untilFirstCall + range.latest,
+  };
+}
+
+/** Whether the sale will very likely be sold out before `number`'s turn (as
+ *  `EventStatus::likely_sold_out`): those ahead (the distance ÷ `numbersPerAdmission`) and those
+ *  holding slots now, at `seatsPerAdmission`, should buy at least 1.2 × `seatsLeft`. */
+export function likelySoldOut(status, number) {
+  const distance = Math.max(0, number - (Number(status.servingUpTo) || 0));
+  const pace = status.pace && typeof status.pace === 'object' ? status.pace : null;
+  const seatsLeft = Number(status.seatsLeft);
+  const perAdmission = Number(pace?.seatsPerAdmission);
+  if (!pace || distance === 0 || !Number.isFinite(seatsLeft) || !Number.isFinite(perAdmission)) return false;
+  const ahead = distance / positive(pace.numbersPerAdmission, 1);
+  const demand = (ahead + (Number(pace.slotsInUse) || 0)) * perAdmission;
+  return demand >= seatsLeft * SOLD_OUT_MARGIN;
 }
 
 /** When to read the status next, given an ETA: a tenth of it, within 5 s and 5 minutes (as
@@ -175,9 +224,22 @@ export async function readStatus() {
     return;
   }
   if (number !== null) {
-    const eta = etaFor(status, number);
-    showPlace(number, Number(status.servingUpTo) || 0, eta);
-    scheduleStatusReadIn(jitteredMs(nextRead(eta)));
+    const eta = etaRange(status, number);
+    showPlace(number, Number(status.servingUpTo) || 0, eta.likely);
+    if (Math.round(eta.latest / 60) > Math.round(eta.earliest / 60)) {
+      el.eta.textContent += ` Most likely between ${describeEta(eta.earliest).replace(/^about /, '')} and ` +
+        `${describeEta(eta.latest).replace(/^about /, '')}.`;
+    }
+    if (likelySoldOut(status, number)) {
+      el.eta.dataset.likelySoldOut = 'true';
+      el.eta.textContent += ' Likely sold out before your turn: at the pace seats are selling, those ahead ' +
+        'of you should buy the seats left. You can keep your place in case seats come back.';
+    } else {
+      delete el.eta.dataset.likelySoldOut;
+    }
+    // A tenth of the earliest it may come (as `EventStatus::next_read`): a queue going faster
+    // than told is noticed, and the call claimed soon.
+    scheduleStatusReadIn(jitteredMs(nextRead(eta.earliest)));
     return;
   }
   const prefixLength = Number(status.draw?.prefixLength);

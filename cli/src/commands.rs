@@ -4,6 +4,7 @@
 
 use clap::{Parser, Subcommand};
 
+use crate::access_codes::CodesAction;
 use crate::dev::DevArgs;
 use crate::endpoints::EndpointArgs;
 use crate::event_admin::SettingsChange;
@@ -132,6 +133,16 @@ pub enum EventAction {
     /// Cancel the event: close its queue and refund every PAID order, once each (their seats
     /// stay SOLD). Without --yes, only says how many PAID orders it would refund (exit 2).
     Cancel(CancelArgs),
+    /// The event's access codes: create (printed once), revoke, list (counts only).
+    Codes {
+        #[command(subcommand)]
+        action: CodesAction,
+    },
+    /// The event's priority groups (presales): add, set, remove, list, import members.
+    Group {
+        #[command(subcommand)]
+        action: crate::priority_groups::GroupAction,
+    },
 }
 
 #[cfg(test)]

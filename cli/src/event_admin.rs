@@ -24,6 +24,7 @@ use lineup::domain::clock::unix_millis;
 use lineup::domain::event_settings::{ClosedReason, EventSettings, QueueState};
 use lineup::domain::ids::EventId;
 use lineup::domain::layout::SeatLayout;
+use lineup::domain::priority_group::PriorityGroups;
 use lineup::domain::proof_of_work::ChallengeDifficulty;
 
 /// Changes to an event's settings; `None` keeps the current value (or the default, for a new
@@ -59,6 +60,10 @@ pub struct SettingsChange {
     /// at once, also on a live on-sale.
     #[arg(long, value_name = "BITS", value_parser = parse_challenge_difficulty)]
     pub challenge_difficulty: Option<ChallengeDifficulty>,
+    /// Whether a new joiner must bring an access code (`lineup event codes create`); customers
+    /// already in the queue keep their place. Takes effect at once.
+    #[arg(long, value_name = "true|false", action = clap::ArgAction::Set)]
+    pub code_required: Option<bool>,
 }
 
 fn parse_challenge_difficulty(raw: &str) -> Result<ChallengeDifficulty, String> {
@@ -75,7 +80,8 @@ pub enum OpensAt {
 }
 
 impl OpensAt {
-    fn resolve(self, now: SystemTime) -> SystemTime {
+    /// The time meant, as of `now`.
+    pub fn resolve(self, now: SystemTime) -> SystemTime {
         match self {
             Self::At(at) => at,
             Self::In(delay) => now + delay,
@@ -83,7 +89,8 @@ impl OpensAt {
     }
 }
 
-fn parse_opens_at(raw: &str) -> Result<OpensAt, String> {
+/// An RFC 3339 time or a `+delay` from now.
+pub fn parse_opens_at(raw: &str) -> Result<OpensAt, String> {
     if let Some(delay) = raw.strip_prefix('+') {
         return humantime::parse_duration(delay)
             .map(OpensAt::In)
@@ -163,6 +170,9 @@ impl SettingsChange {
         }
         if let Some(difficulty) = self.challenge_difficulty {
             settings.challenge_difficulty = difficulty;
+        }
+        if let Some(required) = self.code_required {
+            settings.code_required = required;
         }
         if settings.max_active == 0 || settings.admit_per_second == 0 {
             return Err(AdminError::ZeroLimit);
@@ -360,7 +370,45 @@ impl EventAdmin<'_> {
         applied
     }
 
+    /// Writes the event's settings, then its priority groups' lines' (each group's line takes
+    /// the event's settings, opening at the group's opening: `EventSettings::for_line`).
     async fn write_settings(
+        &self,
+        event: &EventId,
+        settings: &EventSettings,
+        closed_reason: Option<ClosedReason>,
+        lost_from_cache: bool,
+        had_history: bool,
+        now: SystemTime,
+    ) -> Result<(), AdminError> {
+        self.write_line(
+            event,
+            settings,
+            closed_reason,
+            lost_from_cache,
+            had_history,
+            now,
+        )
+        .await?;
+        for line in settings.groups.lines(event) {
+            if line == *event {
+                continue;
+            }
+            let lost_from_cache = self.store.settings(&line).await?.is_none();
+            self.write_line(
+                &line,
+                &settings.for_line(&line),
+                closed_reason,
+                lost_from_cache,
+                false,
+                now,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn write_line(
         &self,
         event: &EventId,
         settings: &EventSettings,
@@ -429,14 +477,7 @@ impl EventAdmin<'_> {
         if change.moved_opening(current, now).is_none() {
             return Ok(());
         }
-        let in_cache = self.pre_queue.pre_queue_size(event).await?;
-        let durable = self
-            .records
-            .event(event)
-            .await?
-            .and_then(|record| record.cursor.entrants)
-            .unwrap_or(0);
-        let entrants = in_cache.max(durable);
+        let entrants = self.entrants(event).await?;
         if entrants > 0 {
             return Err(AdminError::OpeningFixed {
                 event: event.as_str().to_owned(),
@@ -567,6 +608,82 @@ impl EventAdmin<'_> {
         Ok(settings)
     }
 
+    /// Replaces the event's priority groups (`lineup event group add|set|remove`): the event's
+    /// record, then every line's. A group whose pre-queue has anyone in it keeps its opening
+    /// (ADR 0023, per line); a removed group's line is closed (its waiting members are told
+    /// `closed` and may join again, in the lines that take them).
+    pub async fn set_groups(
+        &self,
+        event: &EventId,
+        groups: PriorityGroups,
+        action: &str,
+        now: SystemTime,
+    ) -> Result<EventSettings, AdminError> {
+        let (current, reason) = self.existing(event).await?;
+        if is_cancelled(reason.as_deref()) {
+            return Err(AdminError::Cancelled(event.as_str().to_owned()));
+        }
+        for group in groups.iter() {
+            let Some(before) = current.groups.get(&group.name) else {
+                continue;
+            };
+            if unix_millis(before.opens_at) == unix_millis(group.opens_at) {
+                continue;
+            }
+            let line = event.group_line(&group.name);
+            let entrants = self.entrants(&line).await?;
+            if entrants > 0 {
+                return Err(AdminError::OpeningFixed {
+                    event: line.as_str().to_owned(),
+                    entrants,
+                    opens_at: humantime::format_rfc3339_seconds(before.opens_at).to_string(),
+                });
+            }
+        }
+        let removed: Vec<EventId> = current
+            .groups
+            .iter()
+            .filter(|group| groups.get(&group.name).is_none())
+            .map(|group| event.group_line(&group.name))
+            .collect();
+        let settings = EventSettings { groups, ..current };
+        let reason = reason.as_deref().and_then(ClosedReason::parse);
+        self.apply(event, &settings, reason, action, now).await?;
+        for line in removed {
+            let mut closed = settings.clone();
+            closed.groups = PriorityGroups::none();
+            closed.state = QueueState::Closed;
+            let lost_from_cache = self.store.settings(&line).await?.is_none();
+            self.write_line(
+                &line,
+                &closed,
+                Some(ClosedReason::Closed),
+                lost_from_cache,
+                false,
+                now,
+            )
+            .await?;
+        }
+        Ok(settings)
+    }
+
+    /// How many entered `line`'s pre-queue (in the cache, or as its durable cursor recorded).
+    async fn entrants(&self, line: &EventId) -> Result<u64, AdminError> {
+        let in_cache = self.pre_queue.pre_queue_size(line).await?;
+        let durable = self
+            .records
+            .event(line)
+            .await?
+            .and_then(|record| record.cursor.entrants)
+            .unwrap_or(0);
+        Ok(in_cache.max(durable))
+    }
+
+    /// The event's priority groups, first admitted first.
+    pub async fn groups(&self, event: &EventId) -> Result<PriorityGroups, AdminError> {
+        Ok(self.existing(event).await?.0.groups)
+    }
+
     /// Every operator change to the event, oldest first.
     pub async fn history(&self, event: &EventId) -> Result<Vec<AuditEntry>, AdminError> {
         Ok(self.audit.history(event).await?)
@@ -625,8 +742,23 @@ pub fn describe(event: &EventId, settings: &EventSettings) -> String {
         }
         _ => "no proof-of-work to join".to_owned(),
     };
+    let code = if settings.code_required {
+        "an access code to join"
+    } else {
+        "no access code to join"
+    };
+    let groups = if settings.groups.is_empty() {
+        "no priority groups".to_owned()
+    } else {
+        let names: Vec<String> = settings
+            .groups
+            .iter()
+            .map(|group| group.name.to_string())
+            .collect();
+        format!("priority groups {} before general", names.join(", "))
+    };
     format!(
-        "event {}: {}, opens at {}, max active {}, {} admissions/s, sessions of {}, {} to claim, {}, {}",
+        "event {}: {}, opens at {}, max active {}, {} admissions/s, sessions of {}, {} to claim, {}, {}, {}, {}",
         event,
         settings.state.as_str(),
         humantime::format_rfc3339_seconds(settings.opens_at),
@@ -636,6 +768,8 @@ pub fn describe(event: &EventId, settings: &EventSettings) -> String {
         humantime::format_duration(settings.claim_window),
         ticket_limit,
         challenge,
+        code,
+        groups,
     )
 }
 
@@ -744,7 +878,7 @@ mod tests {
             Err(AdminError::ConflictingTicketLimit)
         ));
         assert!(describe(&EventId::parse("gala").unwrap(), &removed)
-            .ends_with("no ticket limit, no proof-of-work to join"));
+            .contains("no ticket limit, no proof-of-work to join, no access code to join"));
     }
 
     #[test]
@@ -764,13 +898,36 @@ mod tests {
         .unwrap();
         assert_eq!(repaced.challenge_difficulty.bits(), 18, "kept unless named");
         assert!(describe(&EventId::parse("gala").unwrap(), &repaced)
-            .ends_with("a proof-of-work of 18 bits to join"));
+            .contains("a proof-of-work of 18 bits to join"));
         let off = bits(0).apply(repaced, now).unwrap();
         assert!(!off.challenge_difficulty.is_required());
         assert!(parse_challenge_difficulty("24").is_ok());
         for refused in ["25", "-1", "hard"] {
             assert!(parse_challenge_difficulty(refused).is_err(), "{refused}");
         }
+    }
+
+    #[test]
+    fn an_access_code_requirement_is_set_kept_and_turned_off_only_when_named() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let required = |on| SettingsChange {
+            code_required: Some(on),
+            ..SettingsChange::default()
+        };
+        let on = required(true)
+            .apply(EventSettings::opening_at(now), now)
+            .unwrap();
+        assert!(on.code_required);
+        let repaced = SettingsChange {
+            rate: Some(7),
+            ..SettingsChange::default()
+        }
+        .apply(on, now)
+        .unwrap();
+        assert!(repaced.code_required, "kept unless named");
+        assert!(describe(&EventId::parse("gala").unwrap(), &repaced)
+            .contains(", an access code to join"));
+        assert!(!required(false).apply(repaced, now).unwrap().code_required);
     }
 
     #[test]

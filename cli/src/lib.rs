@@ -12,6 +12,10 @@
 //! - [`event_admin`]: seeding seats and opening, closing or re-pacing an event's queue.
 //! - [`live_events`]: what the edge knows of live events (CloudFront's KeyValueStore), written
 //!   by `lineup event` before a change.
+//! - [`access_codes`]: `lineup event codes create|revoke|list`, the codes an event may require
+//!   at join.
+//! - [`priority_groups`]: `lineup event group add|set|remove|list|import`, presale groups
+//!   admitted before everyone else.
 //! - [`event_cancellation`]: `lineup event cancel`, the queue closed and every paid order
 //!   refunded, once each.
 //! - [`stream_pump`]: the local event source mappings (outbox table stream → `outbox-stream`,
@@ -28,6 +32,7 @@
 //! Apart, in [`tools`]: the engineers' instruments, not part of running an on-sale
 //! (`lineup simulate`, `lineup plan`).
 
+pub mod access_codes;
 pub mod commands;
 pub mod dev;
 pub mod endpoints;
@@ -37,6 +42,7 @@ pub mod live_events;
 pub mod local_aws;
 pub mod local_stack;
 pub mod payment_reconciliation;
+pub mod priority_groups;
 pub mod secret_revocation;
 pub mod stream_pump;
 pub mod tools;

@@ -14,7 +14,8 @@ use lineup_cli::live_events::{LiveEvents, LiveEventsArgs};
 use lineup_cli::local_aws::{self, tables};
 use lineup_cli::tools::{plan, simulate};
 use lineup_cli::{
-    dev, event_admin, event_cancellation, payment_reconciliation, secret_revocation, verify_draw,
+    access_codes, dev, event_admin, event_cancellation, payment_reconciliation, priority_groups,
+    secret_revocation, verify_draw,
 };
 use tracing::level_filters::LevelFilter;
 
@@ -62,6 +63,14 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
             let operator = args.endpoints.operator().await?;
             return event_cancellation::run(&args, operator).await;
         }
+        Command::Event {
+            action: EventAction::Codes { action },
+            ..
+        } => codes(action).await?,
+        Command::Event {
+            action: EventAction::Group { action },
+            live_events,
+        } => groups(action, live_events).await?,
         Command::Event {
             action,
             live_events,
@@ -139,6 +148,71 @@ fn admin<'a>(
     event_admin::EventAdmin::new(queue, records, operator)
 }
 
+/// `lineup event codes ...` ([`access_codes`]): the events table only (no Redis, no edge).
+async fn codes(action: access_codes::CodesAction) -> Result<(), Failure> {
+    let event = event_id(action.event())?;
+    let endpoints = action.endpoints();
+    let records = endpoints.records().await?;
+    let operator = match &action {
+        access_codes::CodesAction::List(_) => "(reading)".to_owned(),
+        _ => endpoints.operator().await?,
+    };
+    let audit = access_codes::Audit {
+        log: &records,
+        operator,
+    };
+    let book = access_codes::book(&records);
+    let now = SystemTime::now();
+    match access_codes::run(&action, &event, &book, &audit, now).await? {
+        access_codes::CodesOutcome::Created(codes) => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            for code in codes {
+                writeln!(out, "{code}")?;
+            }
+        }
+        access_codes::CodesOutcome::Revoked(count) => {
+            println!("event {event}: {count} newly revoked");
+        }
+        access_codes::CodesOutcome::Counted(counts) => {
+            println!("{}", access_codes::describe_counts(&event, &counts));
+        }
+    }
+    Ok(())
+}
+
+/// `lineup event group ...` ([`priority_groups`]): the event's record and every group's line.
+async fn groups(
+    action: priority_groups::GroupAction,
+    live_events: LiveEventsArgs,
+) -> Result<(), Failure> {
+    let event = event_id(action.event())?;
+    let endpoints = action.endpoints();
+    let records = endpoints.records().await?;
+    let queue = endpoints.queue().await?;
+    let operator = if action.changes() {
+        endpoints.operator().await?
+    } else {
+        "(reading)".to_owned()
+    };
+    let store = if action.changes() {
+        live_events.store(endpoints).await?
+    } else {
+        None
+    };
+    let admin = admin(&queue, &records, operator)
+        .with_live_events(store.as_ref().map(|store| store as &dyn LiveEvents));
+    match priority_groups::run(&action, &event, &admin, &records, SystemTime::now()).await? {
+        priority_groups::GroupOutcome::Groups(groups) => {
+            println!("{}", priority_groups::describe(&event, &groups));
+        }
+        priority_groups::GroupOutcome::Imported(count) => {
+            println!("event {event}: {count} customer ids imported");
+        }
+    }
+    Ok(())
+}
+
 async fn event(action: EventAction, live_events: LiveEventsArgs) -> Result<(), Failure> {
     let now = SystemTime::now();
     let (event, endpoints) = match &action {
@@ -154,6 +228,8 @@ async fn event(action: EventAction, live_events: LiveEventsArgs) -> Result<(), F
         | EventAction::History { event, endpoints }
         | EventAction::Show { event, endpoints } => (event_id(event)?, endpoints),
         EventAction::Cancel(args) => (event_id(&args.event)?, &args.endpoints),
+        EventAction::Codes { action } => (event_id(action.event())?, action.endpoints()),
+        EventAction::Group { action } => (event_id(action.event())?, action.endpoints()),
     };
     // DynamoDB first: with `--aws`, a sign-in or region problem is reported before anything.
     let records = endpoints.records().await?;
@@ -196,6 +272,8 @@ async fn event(action: EventAction, live_events: LiveEventsArgs) -> Result<(), F
             return Ok(());
         }
         EventAction::Cancel(_) => unreachable!("`run` hands it to event_cancellation::run"),
+        EventAction::Codes { .. } => unreachable!("`run` hands it to `codes`"),
+        EventAction::Group { .. } => unreachable!("`run` hands it to `groups`"),
     };
     println!("{}", event_admin::describe(&event, &settings));
     Ok(())

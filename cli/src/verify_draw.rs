@@ -53,7 +53,8 @@ const LONGEST_PREFIX: usize = 6;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct VerifyDrawArgs {
-    /// The event's id.
+    /// The event's id; for a priority group's draw, `<event>.<group>` (`lineup event group list`
+    /// names each line).
     #[arg(long)]
     pub event: String,
     /// Where the API is published: `lineup dev`'s server, or in AWS the CloudFront URL.
@@ -268,8 +269,9 @@ pub fn with_causes(error: &VerifyDrawError) -> String {
 
 /// The command: reads the draw from `--base` and checks it, with a progress bar on a terminal.
 pub async fn run(args: &VerifyDrawArgs) -> Result<DrawCheck, VerifyDrawError> {
-    let event =
-        EventId::parse(&args.event).map_err(|_| VerifyDrawError::EventId(args.event.clone()))?;
+    // An event, or one of its priority groups' lines (`<event>.<group>`: each draws its own).
+    let event = EventId::parse_line(&args.event)
+        .map_err(|_| VerifyDrawError::EventId(args.event.clone()))?;
     let mut site = PublishedDraw::new(&args.base, event)?.paced(args.chunks_per_second);
     if std::io::stderr().is_terminal() {
         site = site.showing_progress();

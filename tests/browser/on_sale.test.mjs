@@ -26,6 +26,10 @@
 //   g. Gina joins an event that asks for a proof-of-work (`--challenge-difficulty 14`): the bare
 //      join is refused with 403 challenge_required and a challenge; her page solves it in a Web
 //      Worker and joins again with the proof (201), then shows her number.
+//   h. Hana joins an event for holders of an access code (`--code-required true`, codes from
+//      `lineup event codes create`): the bare join is refused with 403 code_required and her page
+//      shows the code field; a wrong code is refused (403 code_invalid) and the field stays; her
+//      own code, typed in lower case with spaces, joins (201) and her number shows.
 //
 // Run: (cd tests/browser && npm install) once, then `node --test tests/browser/` from the repo
 // root. Screenshots go to target/browser/.
@@ -657,15 +661,80 @@ test('bot challenge in the browser: a bare join refused with a challenge, solved
   }
 });
 
+test('access code in the browser: asked for, a wrong one refused, her own joins', { timeout: 300_000 }, async () => {
+  const info = await devInfo();
+  await mkdir(SHOTS, { recursive: true });
+  const event = `coded-${suffix()}`;
+  await lineup(info, ['seed', '--event', event, '--seats', '20']);
+  await lineup(info, ['event', 'open', event, '--code-required', 'true']);
+  const codes = (await lineup(info, ['event', 'codes', 'create', '--event', event, '--count', '2']))
+    .trim().split('\n');
+  assert.equal(codes.length, 2, `two codes printed: ${codes}`);
+  // The second code's holder has not come: Hana types someone else's, then her own.
+  const [hers, wrong] = [codes[0], 'ZZZZ-ZZZZ-ZZZZ-ZZZZ'];
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const people = [];
+  try {
+    const hana = await customer(browser, `hana-${suffix()}`, PHONE, people);
+    const url = `${BASE}/?customer=${encodeURIComponent(hana.name)}&event=${encodeURIComponent(event)}`;
+    const answers = [];
+    hana.page.on('response', async (r) => {
+      if (isApi(r, 'POST', /\/events\/[^/]+\/queue$/)) {
+        answers.push({ status: r.status(), body: await r.json().catch(() => null), sent: r.request().postDataJSON() });
+      }
+    });
+    await step(hana, 'Hana joins without a code: asked for one', async () => {
+      await hana.page.goto(url, { timeout: STEP_MS });
+      await waitText(hana.page, '#event-name', event, STEP_MS);
+      assert.equal(await hana.page.isVisible('#access-code'), false, 'no code field before it is asked for');
+      await hana.page.click('#join');
+      await hana.page.waitForSelector('#access-code', { state: 'visible', timeout: STEP_MS });
+      assert.equal(answers.at(-1).status, 403);
+      assert.equal(answers.at(-1).body.error.code, 'code_required');
+      await shot(hana.page, '14-hana-asked-for-a-code.png');
+    });
+    await step(hana, 'a wrong code is refused and the field stays', async () => {
+      await hana.page.fill('#access-code', wrong);
+      await hana.page.press('#access-code', 'Enter');
+      await hana.page.waitForFunction(() => document.getElementById('access-code').getAttribute('aria-invalid') === 'true',
+        null, { timeout: STEP_MS });
+      assert.equal(answers.at(-1).status, 403);
+      assert.equal(answers.at(-1).body.error.code, 'code_invalid');
+      assert.equal(answers.at(-1).sent.code, wrong);
+      assert.equal(await hana.page.isVisible('#access-code'), true);
+    });
+    await step(hana, 'her own code, typed loosely, joins', async () => {
+      const typed = hers.toLowerCase().replaceAll('-', ' ');
+      await hana.page.fill('#access-code', typed);
+      await hana.page.click('#join');
+      await hana.page.waitForSelector('#position[data-number]', { timeout: STEP_MS });
+      assert.equal(answers.at(-1).status, 201, JSON.stringify(answers.at(-1).body));
+      assert.equal(answers.at(-1).sent.code, typed);
+      await shot(hana.page, '15-hana-joined-with-her-code.png');
+    });
+    for (const person of people) {
+      assert.deepEqual(person.errors, [], `${person.name}'s page threw: ${person.errors.join('; ')}`);
+    }
+  } finally {
+    await browser.close();
+  }
+});
+
 // ------------------------------------------------------------------------------------ helpers
 
-/** Runs the `lineup` binary against the dev server's own stack (from /dev/info). */
+/** Runs the `lineup` binary against the dev server's own stack (from /dev/info); its stdout. */
 async function lineup(info, args) {
   const stack = ['--redis-url', info.redisUrl, '--endpoint-url', info.awsEndpointUrl,
     '--seats-table', info.tables.seats, '--orders-table', info.tables.orders,
     '--outbox-table', info.tables.outbox, '--events-table', info.tables.events];
   try {
-    await promisify(execFile)(LINEUP_BIN, [...args, ...stack], { timeout: STEP_MS });
+    const { stdout } = await promisify(execFile)(LINEUP_BIN, [...args, ...stack], { timeout: STEP_MS });
+    return stdout;
   } catch (error) {
     assert.fail(`lineup ${args.join(' ')} failed (${LINEUP_BIN}; set LINEUP_BIN to another build): ` +
       `${error.stderr?.trim() || error.message}`);

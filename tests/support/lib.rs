@@ -7,6 +7,7 @@
 pub mod aws;
 pub mod localstripe;
 pub mod on_sale;
+pub mod public_routes;
 pub mod redis_server;
 pub mod request_counter;
 pub mod stream;

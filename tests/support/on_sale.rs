@@ -143,6 +143,8 @@ impl OnSale {
             claim_window: Duration::from_secs(60),
             ticket_limit: None,
             challenge_difficulty: Default::default(),
+            code_required: false,
+            groups: Default::default(),
         };
         queue
             .configure(&event, &settings, &DrawSeed::generate())

@@ -137,6 +137,12 @@ pub const ASSETS: &[Asset] = &[
         content_type: "text/javascript; charset=utf-8",
         body: include_bytes!("../../../web/pow.js"),
     },
+    // The join's access code field.
+    Asset {
+        path: "/access_code.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/access_code.js"),
+    },
     Asset {
         path: "/style.css",
         content_type: "text/css; charset=utf-8",

@@ -31,6 +31,18 @@ impl Route {
     pub fn cached(&self) -> bool {
         self.function == Function::Status
     }
+
+    /// Whether its `eventId` may also be a priority group's line, `<event>.<group>`
+    /// (`EventId::parse_line`): the status and the draw, which each line has of its own.
+    pub fn serves_lines(&self) -> bool {
+        self.method == axum::http::Method::GET
+            && matches!(
+                self.path,
+                "/events/{eventId}/status"
+                    | "/events/{eventId}/draw"
+                    | "/events/{eventId}/draw/{prefix}"
+            )
+    }
 }
 
 impl Route {

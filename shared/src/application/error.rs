@@ -173,6 +173,16 @@ pub enum LineupError {
     #[error(transparent)]
     ChallengeRefused(#[from] ChallengeRefused),
 
+    /// The event admits only holders of an access code and the join carried none (nothing
+    /// secret in the answer: the page asks for the code and joins again).
+    #[error("joining this event needs an access code: enter yours and join again")]
+    CodeRequired,
+
+    /// The access code is not one that lets this account in: wrong, for another event, used up
+    /// by other accounts, expired or revoked (one answer for all, so a guesser learns nothing).
+    #[error("this access code does not let you in: check it, or ask whoever gave it to you")]
+    CodeRefused,
+
     /// An access token that is missing, forged, expired, for another event or customer, or revoked.
     #[error("access token refused: {0}")]
     AccessDenied(#[from] TokenRejection),
@@ -308,6 +318,8 @@ impl LineupError {
             Self::AccessDenied(_)
             | Self::ClaimRequired { .. }
             | Self::ChallengeRefused(_)
+            | Self::CodeRequired
+            | Self::CodeRefused
             | Self::DirectAccessRefused => StatusCode::FORBIDDEN,
             Self::EventNotFound
             | Self::QueueEntryNotFound
@@ -366,6 +378,8 @@ impl LineupError {
             Self::ClaimRequired { .. } => "claim_required",
             Self::ChallengeRefused(refused) if refused.proof_offered => "challenge_invalid",
             Self::ChallengeRefused(_) => "challenge_required",
+            Self::CodeRequired => "code_required",
+            Self::CodeRefused => "code_invalid",
             Self::QueueReply { .. } | Self::SeatStoreReply { .. } => "internal_error",
         }
     }

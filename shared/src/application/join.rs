@@ -10,17 +10,25 @@
 //! event, in constant time) and the bits it shows go to the queue script, which compares them
 //! with the event's difficulty before storing anything. Too little is 403 `challenge_required`
 //! or `challenge_invalid`, whose body carries a fresh challenge to solve.
+//!
+//! An event may admit only holders of an access code (docs/decisions/0030-access-codes.md): the
+//! queue script answers "code required" for a newcomer; with the body's `code`, the code is
+//! then bound to the caller in DynamoDB (one conditional write) and the join runs again with
+//! the code accepted. Without one, 403 `code_required`; a code that does not let the caller in,
+//! 403 `code_invalid`; one that cannot be a code, 400 `invalid_code`.
 
 use http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 
+use crate::application::group_line::{has_code_groups, line_for};
 use crate::application::http::{request, response};
 use crate::application::queue_api::QueueApi;
 use std::time::{Duration, SystemTime};
 
 use crate::application::error::LineupError;
 use crate::application::ports::queue::Joined;
+use crate::domain::access_code::{AccessCode, CodeShown};
 use crate::domain::ids::{CustomerId, EventId};
 use crate::domain::proof_of_work::{ProofOfWork, WorkShown};
 
@@ -40,7 +48,9 @@ async fn join(api: &QueueApi, request: &Request) -> Result<Response<Body>, Lineu
     }
     let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
     request::expect_no_body_or_json_object(request)?;
-    let proof = proof_of_work(request)?;
+    let body = join_body(request)?;
+    let proof = proof_of_work(&body)?;
+    let code = access_code(&body)?;
 
     let now = api.clock.now();
     let exempt = api
@@ -52,7 +62,29 @@ async fn join(api: &QueueApi, request: &Request) -> Result<Response<Body>, Lineu
         (None, false) => WorkShown::Nothing,
         (Some(proof), false) => api.key.ring().check_work(proof, &event, &customer, now),
     };
-    let joined = match join_with_numbers(api, &event, &customer, now, work).await {
+    // A presale code (ADR 0031): when the event has a group of code holders, the join's code
+    // is bound to the caller first (as below, one conditional write; binding again is free),
+    // and the group it was made for decides the line.
+    let code_group = match &code {
+        Some(code) if has_code_groups(api, &event).await? => {
+            api.access_codes
+                .accept(&event, code, &customer, now)
+                .await?
+                .group
+        }
+        _ => None,
+    };
+    // The line of the first priority group the caller belongs to, else the event's own.
+    let line = line_for(
+        api,
+        |name| request::claim(request, name),
+        code_group.as_ref(),
+        &event,
+        &customer,
+        now,
+    )
+    .await?;
+    let joined = match join_with_code(api, &line, &customer, now, work, code.as_ref()).await {
         Err(LineupError::ChallengeRefused(mut refused)) => {
             refused.fresh = Some(api.key.ring().issue_challenge(
                 &event,
@@ -64,8 +96,8 @@ async fn join(api: &QueueApi, request: &Request) -> Result<Response<Body>, Lineu
         }
         other => other?,
     };
-    let (body, retry_after) = api.describe(&event, &customer, None, &joined.standing, now);
-    tracing::info!(event = %event, newly_queued = joined.newly_queued, "joined");
+    let (body, retry_after) = api.describe(&line, &customer, None, &joined.standing, now);
+    tracing::info!(event = %event, line = %line, newly_queued = joined.newly_queued, "joined");
     let status = if joined.newly_queued {
         StatusCode::CREATED
     } else {
@@ -74,13 +106,15 @@ async fn join(api: &QueueApi, request: &Request) -> Result<Response<Body>, Lineu
     Ok(response::json(status, &body, retry_after))
 }
 
-/// The join body: `{}` or `{"proofOfWork": {"challenge": "<64 hex>", "nonce": "<nonce>"}}`
-/// (other fields are ignored, as before the challenge existed).
-#[derive(Deserialize)]
+/// The join body: `{}`, or with `"proofOfWork": {"challenge": "<64 hex>", "nonce": "<nonce>"}`
+/// and/or `"code": "<access code>"` (other fields are ignored, as before either existed).
+#[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct JoinBody {
     #[serde(default)]
-    proof_of_work: Option<ProofFields>,
+    proof_of_work: Option<serde_json::Value>,
+    #[serde(default)]
+    code: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -90,25 +124,93 @@ struct ProofFields {
     nonce: String,
 }
 
-/// The body's proof-of-work, if any; 400 `invalid_proof_of_work` for one in the wrong shape.
-/// (The body is already known to be empty or a JSON object of at most 1 KiB.)
-fn proof_of_work(request: &Request) -> Result<Option<ProofOfWork>, LineupError> {
+/// The join body's fields. (The body is already known to be empty or a JSON object of at most
+/// 1 KiB.)
+fn join_body(request: &Request) -> Result<JoinBody, LineupError> {
     let body = request::body_bytes(request);
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
+        return Ok(JoinBody::default());
     }
+    serde_json::from_slice(body)
+        .map_err(|_| LineupError::invalid("invalid_json", "the join body must be a JSON object"))
+}
+
+/// The body's proof-of-work, if any; 400 `invalid_proof_of_work` for one in the wrong shape.
+fn proof_of_work(body: &JoinBody) -> Result<Option<ProofOfWork>, LineupError> {
     let refused = |message: String| LineupError::invalid("invalid_proof_of_work", message);
-    let parsed: JoinBody = serde_json::from_slice(body).map_err(|_| {
+    let Some(value) = body.proof_of_work.as_ref().filter(|value| !value.is_null()) else {
+        return Ok(None);
+    };
+    let fields = ProofFields::deserialize(value).map_err(|_| {
         refused(
             "proofOfWork must be an object with the string fields challenge and nonce".to_owned(),
         )
     })?;
-    parsed
-        .proof_of_work
-        .map(|fields| ProofOfWork::parse(&fields.challenge, &fields.nonce))
-        .transpose()
+    ProofOfWork::parse(&fields.challenge, &fields.nonce)
+        .map(Some)
         .map_err(|malformed| refused(malformed.to_string()))
 }
+
+/// The body's access code, if any (`null` or absent: none); 400 `invalid_code` for one that
+/// cannot be a code (not a string, or not 16 symbols of the codes' alphabet).
+fn access_code(body: &JoinBody) -> Result<Option<AccessCode>, LineupError> {
+    match &body.code {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(typed)) => AccessCode::parse(typed)
+            .map(Some)
+            .map_err(|malformed| LineupError::invalid("invalid_code", malformed.to_string())),
+        Some(_) => Err(LineupError::invalid(
+            "invalid_code",
+            "code must be a string: the access code you were given",
+        )),
+    }
+}
+
+// --- Access codes (ADR 0030) ---------------------------------------------------------------
+
+/// Joins; if the event requires an access code of this newcomer, binds the body's code to the
+/// caller durably (one conditional write) and joins again with it accepted. The binding comes
+/// first: a join that fails after it leaves the caller bound (a slot of the code is theirs, and
+/// their retry passes), never another account let in.
+async fn join_with_code(
+    api: &QueueApi,
+    event: &EventId,
+    customer: &CustomerId,
+    now: SystemTime,
+    work: WorkShown,
+    code: Option<&AccessCode>,
+) -> Result<Joined, LineupError> {
+    match join_with_numbers(api, event, customer, now, work, CodeShown::Nothing).await {
+        Err(LineupError::CodeRequired) => {
+            let Some(code) = code else {
+                return Err(LineupError::CodeRequired);
+            };
+            // Codes are the event's, whichever of its lines the caller joins.
+            let accepted = match api
+                .access_codes
+                .accept(&event.event(), code, customer, now)
+                .await
+            {
+                Err(LineupError::CodeRefused) => {
+                    tracing::info!(event = %event, "access code refused");
+                    return Err(LineupError::CodeRefused);
+                }
+                other => other?,
+            };
+            // (A code's group chose the line before this, for an event with a group of code
+            // holders: `has_code_groups`.)
+            tracing::info!(
+                event = %event,
+                code_group = accepted.group.as_ref().map(|group| group.as_str()),
+                "access code accepted"
+            );
+            join_with_numbers(api, event, customer, now, work, CodeShown::Accepted).await
+        }
+        other => other,
+    }
+}
+
+// --- end of access codes -------------------------------------------------------------------
 
 /// How many times a join waits for another request's reservation of numbers before answering
 /// 503 (each wait a little longer: 25, 50, 75... ms).
@@ -122,11 +224,16 @@ async fn join_with_numbers(
     customer: &CustomerId,
     now: SystemTime,
     work: WorkShown,
+    code: CodeShown,
 ) -> Result<Joined, LineupError> {
     let mut restored = false;
     let mut waits = 0;
     loop {
-        match api.line.join_with_work(event, customer, now, work).await {
+        match api
+            .line
+            .join_with_work(event, customer, now, work, code)
+            .await
+        {
             Ok(joined) => {
                 if joined.top_up_numbers {
                     // The range is half used: reserve the next before answering. This join's

@@ -20,6 +20,7 @@
 //! - [`ports`]: the traits adapters implement, one per capability.
 //! - [`error`]: the one error type, and its one mapping to an HTTP status and error code.
 //! - [`http`]: API Gateway requests and responses, and the CloudFront origin check.
+//! - [`group_line`]: which priority group's line a joiner waits in.
 //! - [`numbering`]: queue numbers handed out from ranges made durable first, so none is reused.
 //! - [`restore`]: after a cache loss, putting an event and its customers back.
 //! - [`rebuild`]: rebuilding the seat map from the seats table after a cache loss.
@@ -37,6 +38,7 @@ pub mod checkout;
 pub mod confirm;
 pub mod error;
 pub mod expire;
+pub mod group_line;
 pub mod hold;
 pub mod http;
 pub mod join;

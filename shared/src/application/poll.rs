@@ -33,7 +33,9 @@ async fn route(api: &QueueApi, request: &Request) -> Result<Response<Body>, Line
     }
 }
 
-/// The caller, the event and the ticket, checked to be the caller's own for this event.
+/// The caller, the line and the ticket, checked to be the caller's own for this line: the
+/// event's own, or the priority group's line the ticket names (its MAC covers the line, so a
+/// ticket names no line but its own).
 async fn own_entry(
     api: &QueueApi,
     request: &Request,
@@ -42,6 +44,10 @@ async fn own_entry(
     request::body_within(request, request::NO_INPUT_BODY_LIMIT)?;
     let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
     let queue_id = QueueId::parse(request::path_parameter(request, "queueId")?)?;
+    let event = match queue_id.group() {
+        Some(group) => event.group_line(&group),
+        None => event,
+    };
     let ticket = match api.key.open_ticket(&queue_id, &event, &customer) {
         Some(ticket) => Some(ticket),
         // Signed by another instance with a key this one has not fetched yet: fetch, try again.

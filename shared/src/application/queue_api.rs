@@ -19,6 +19,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
+use crate::application::ports::access_codes::AccessCodes;
 use crate::application::ports::queue::{Standing, WaitingLine};
 use crate::application::restore::Restorer;
 use crate::application::rotating::SigningKeys;
@@ -47,6 +48,9 @@ pub struct QueueApi {
     /// grants it to customers who cannot run the page's solver (assistive technology, no
     /// JavaScript workers) and to support agents. `None`: nobody is exempt.
     pub challenge_exempt_claim: Option<String>,
+    /// For joining an event that requires an access code: binds a code to the caller, durably
+    /// (DynamoDB; docs/decisions/0030-access-codes.md).
+    pub access_codes: Arc<dyn AccessCodes>,
 }
 
 /// A customer's standing as the HTTP contract shows it.
@@ -79,6 +83,10 @@ pub enum StandingBody {
         /// Pre-queue only: when the draw runs and admission starts, RFC 3339 in UTC.
         #[serde(skip_serializing_if = "Option::is_none")]
         opens_at: Option<String>,
+        /// The priority group whose line the customer waits in (its status is
+        /// `/events/{eventId}.{group}/status`); absent: the event's own line.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
     },
     /// `"status": "admitted"`: the customer may shop, with the token.
     #[serde(rename = "admitted")]
@@ -113,6 +121,7 @@ impl QueueApi {
     }
 
     /// The response body for a standing, and when the client should read the status again.
+    /// `event` is the line the customer waits in (the event's own, or a priority group's).
     /// `ticket` is the ticket the customer holds (`None`: a new one is issued at `now`); a
     /// waiting customer whose ticket does not state their number yet gets one that does.
     /// Admitted customers get their signed access token here.
@@ -160,6 +169,7 @@ impl QueueApi {
                     entrant: Some(entrant.clone()),
                     eta_seconds: eta.as_secs_f64().ceil() as u64,
                     opens_at: Some(rfc3339(*opens_at)),
+                    group: event.group().map(|group| group.to_string()),
                 };
                 (body, Some(wait_policy::next_status_read(eta)))
             }
@@ -183,15 +193,18 @@ impl QueueApi {
                     entrant: None,
                     eta_seconds: eta.as_secs_f64().ceil() as u64,
                     opens_at: None,
+                    group: event.group().map(|group| group.to_string()),
                 };
                 (body, Some(wait_policy::next_status_read(eta)))
             }
             Standing::Admitted { expires_at } => {
                 let body = StandingBody::Admitted {
                     queue_id,
+                    // For the event, whichever line admitted the customer: its holds and its
+                    // ticket limit are the event's.
                     access_token: access_token::issue(
                         &self.key.current(),
-                        event,
+                        &event.event(),
                         customer,
                         *expires_at,
                     ),

@@ -25,7 +25,7 @@ use crate::application::error::LineupError;
 use crate::application::known_events::{KnownEvents, RECORD_MAX_AGE};
 use crate::application::numbering::Numbering;
 use crate::application::ports::event_records::{
-    DrawPublication, EventRecord, EventRecords, LayoutStore,
+    DrawPublication, EventRecord, EventRecords, GroupMembers, LayoutStore,
 };
 use crate::application::ports::queue::{
     NumberRanges, PlaceRestorer, RestoreDone, RestoreOutcome, RestoredPlace,
@@ -126,6 +126,8 @@ pub struct Restorer {
     pub numbers: Numbering,
     /// The records this instance read lately (shared with whoever asks whether an event exists).
     pub known: Arc<KnownEvents>,
+    /// Who was imported into the event's priority groups (a join looks its caller up).
+    pub members: Arc<dyn GroupMembers>,
     drawn: DrawCache,
 }
 
@@ -135,10 +137,11 @@ impl Restorer {
     pub fn new<Q, R>(queue: Arc<Q>, records: Arc<R>, draw: Arc<dyn DrawPublication>) -> Self
     where
         Q: PlaceRestorer + NumberRanges + 'static,
-        R: EventRecords + LayoutStore + 'static,
+        R: EventRecords + LayoutStore + GroupMembers + 'static,
     {
         Self {
             queue: queue.clone(),
+            members: records.clone(),
             records: records.clone(),
             draw,
             numbers: Numbering {

@@ -217,10 +217,25 @@ async fn route(api: &StatusApi, request: &Request) -> Result<Response<Body>, Lin
         });
     }
     request::body_within(request, request::NO_INPUT_BODY_LIMIT)?;
-    let event = EventId::parse(request::path_parameter(request, "eventId")?)?;
     let route_key = match request.request_context_ref() {
         Some(RequestContext::ApiGatewayV2(context)) => context.route_key.as_deref(),
         _ => None,
+    };
+    // A priority group's line (`<event>.<group>`) has a status and a draw of its own; its
+    // seats and layout are its event's, served under the event's id only.
+    let line_route = matches!(
+        route_key,
+        Some(
+            "GET /events/{eventId}/status"
+                | "GET /events/{eventId}/draw"
+                | "GET /events/{eventId}/draw/{prefix}"
+        )
+    );
+    let raw_event = request::path_parameter(request, "eventId")?;
+    let event = if line_route {
+        EventId::parse_line(raw_event)?
+    } else {
+        EventId::parse(raw_event)?
     };
     match route_key {
         Some("GET /events/{eventId}/status") => match api.status.status_json(&event).await? {
@@ -375,6 +390,7 @@ fn closed_from_record(
         pre_queue: None,
         edge_budget: crate::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
         first_call_at: None,
+        pace: None,
     }
 }
 

@@ -9,6 +9,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::domain::priority_group::PriorityGroups;
 use crate::domain::proof_of_work::ChallengeDifficulty;
 
 /// Whether the queue takes new customers.
@@ -103,6 +104,16 @@ pub struct EventSettings {
     /// default) asks none. Stored as the settings hash's `challenge_difficulty` field (absent
     /// when 0), which the join script reads in the same atomic step as the join.
     pub challenge_difficulty: ChallengeDifficulty,
+    /// Whether a new joiner must bring an access code ([`crate::domain::access_code`]; which
+    /// accounts a code let in is durable, in DynamoDB). Stored as the settings hash's
+    /// `code_required` field (`1`, absent when not required), which the join script reads in
+    /// the same atomic step as the join.
+    pub code_required: bool,
+    /// The event's priority groups, first admitted first ([`crate::domain::priority_group`]);
+    /// none: everyone waits in one line. Kept in the event's durable record (read by joins, a
+    /// few seconds old at most); the cache holds only their names, in order (the settings
+    /// hash's `group_lines`), for the admit tick to know which lines go first.
+    pub groups: PriorityGroups,
 }
 
 impl EventSettings {
@@ -127,6 +138,25 @@ impl EventSettings {
             claim_window: Self::DEFAULT_CLAIM_WINDOW,
             ticket_limit: None,
             challenge_difficulty: ChallengeDifficulty::NONE,
+            code_required: false,
+            groups: PriorityGroups::none(),
+        }
+    }
+
+    /// The settings of one of its lines: the event's own for its general line; for a group's
+    /// line, the event's caps, rate, session and state (every line admits into the same slots),
+    /// opening at the group's opening, with no groups of its own.
+    pub fn for_line(&self, line: &crate::domain::ids::EventId) -> Self {
+        let Some(group) = line
+            .group()
+            .and_then(|name| self.groups.get(&name).cloned())
+        else {
+            return self.clone();
+        };
+        Self {
+            opens_at: group.opens_at,
+            groups: PriorityGroups::none(),
+            ..self.clone()
         }
     }
 }

@@ -55,6 +55,86 @@ impl EventId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The waiting line of one of the event's priority groups
+    /// ([`crate::domain::priority_group`]): `<event>.<group>`. The queue runs it as an event of
+    /// its own (its pre-queue, draw, numbers, cursor and status), under the event's hash tag, and
+    /// sharing the event's admissions and seats. The `.` is in no event id, so no line is ever
+    /// taken for an event, and no client can name one where an event is expected: only the
+    /// read-only routes (status, draw) accept it ([`EventId::parse_line`]).
+    pub fn group_line(&self, group: &GroupName) -> Self {
+        Self(format!("{}.{}", self.event_part(), group.as_str()))
+    }
+
+    /// The event a line belongs to (the event itself for its general line).
+    pub fn event(&self) -> Self {
+        Self(self.event_part().to_owned())
+    }
+
+    /// The priority group whose line this is; `None` for the event's general line.
+    pub fn group(&self) -> Option<GroupName> {
+        self.0
+            .split_once('.')
+            .map(|(_, group)| GroupName(group.to_owned()))
+    }
+
+    fn event_part(&self) -> &str {
+        self.0.split_once('.').map_or(&self.0, |(event, _)| event)
+    }
+
+    /// An event id, or a group's line `<event>.<group>`: what the read-only routes (the status,
+    /// the draw and its chunks) and the stores of open events accept; else `invalid_event_id`.
+    pub fn parse_line(raw: &str) -> Result<Self, InvalidId> {
+        match raw.split_once('.') {
+            None => Self::parse(raw),
+            Some((event, group)) => {
+                let event = Self::parse(event)?;
+                let group = GroupName::parse(group).map_err(|_| {
+                    InvalidId::malformed(
+                        "invalid_event_id",
+                        "eventId must be an event id, or <event id>.<group> for a group's line",
+                    )
+                })?;
+                Ok(event.group_line(&group))
+            }
+        }
+    }
+}
+
+/// A priority group of an event (a presale's fan club, a card partner's customers): 1–32 of
+/// `a-z 0-9 -`, starting with a letter. Lower case only, so `fanclub` and `FanClub` are never
+/// two groups; `general` is the name of everyone else, so no group takes it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupName(String);
+
+impl GroupName {
+    /// The longest group name, in bytes.
+    pub const MAX_LEN: usize = 32;
+    /// What the status and the CLI call everyone who is in no group.
+    pub const GENERAL: &'static str = "general";
+
+    /// A group name from an operator's command or a stored record; else `invalid_group`.
+    pub fn parse(raw: &str) -> Result<Self, InvalidId> {
+        let well_formed = (1..=Self::MAX_LEN).contains(&raw.len())
+            && raw.starts_with(|c: char| c.is_ascii_lowercase())
+            && raw
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && raw != Self::GENERAL;
+        if well_formed {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(InvalidId::malformed(
+                "invalid_group",
+                "a group name is 1-32 characters of a-z, 0-9 or '-', starting with a letter, and not 'general'",
+            ))
+        }
+    }
+
+    /// The name as given, safe in a key, a path and a queue ticket unescaped.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// The customer: the `sub` claim the API Gateway JWT authorizer verified. Never taken from a body.
@@ -96,16 +176,21 @@ impl CustomerId {
 pub struct QueueId(String);
 
 impl QueueId {
-    /// The longest queue ticket, in bytes.
-    pub const MAX_LEN: usize = 64;
+    /// The longest queue ticket, in bytes (a group's name, 32, and its dot included).
+    pub const MAX_LEN: usize = 97;
 
     /// The path's `queueId`, checked for the ticket's shape only; else `invalid_queue_id` (400).
     pub fn parse(raw: &str) -> Result<Self, InvalidId> {
         let decimal =
             |part: &str| (1..=20).contains(&part.len()) && part.bytes().all(|b| b.is_ascii_digit());
         let parts: Vec<&str> = raw.split('.').collect();
+        // A ticket for a priority group's line starts with the group's name.
+        let ticket = match parts.as_slice() {
+            [group, rest @ ..] if GroupName::parse(group).is_ok() => rest,
+            all => all,
+        };
         let well_formed = raw.len() <= Self::MAX_LEN
-            && matches!(parts.as_slice(), [number, issued, mac]
+            && matches!(ticket, [number, issued, mac]
                 if decimal(number)
                     && decimal(issued)
                     && mac.len() == 22
@@ -122,6 +207,13 @@ impl QueueId {
 
     pub(crate) fn from_trusted(encoded: String) -> Self {
         Self(encoded)
+    }
+
+    /// The priority group whose line the ticket is for (`<group>.<number>.<issued>.<MAC>`);
+    /// `None` for the event's general line. Only the MAC says whether that is true.
+    pub fn group(&self) -> Option<GroupName> {
+        let (first, _) = self.0.split_once('.')?;
+        GroupName::parse(first).ok()
     }
 
     /// The ticket as the client holds it (or the 22-character entry id).
@@ -257,7 +349,7 @@ macro_rules! display_as_str {
         }
     )*};
 }
-display_as_str!(EventId, CustomerId, QueueId, SeatId, OrderId, PaymentId);
+display_as_str!(EventId, GroupName, CustomerId, QueueId, SeatId, OrderId, PaymentId);
 
 #[cfg(test)]
 mod tests {
@@ -268,6 +360,52 @@ mod tests {
         assert!(EventId::parse("concert-2026_A").is_ok());
         for bad in ["", "a}b", "a{b", "ev:1", "with space", &"x".repeat(65), "é"] {
             assert!(EventId::parse(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn a_group_line_is_its_event_and_group_and_only_the_read_routes_take_one() {
+        let event = EventId::parse("concert-2027").unwrap();
+        let fanclub = GroupName::parse("fanclub").unwrap();
+        let line = event.group_line(&fanclub);
+        assert_eq!(line.as_str(), "concert-2027.fanclub");
+        assert_eq!(line.event(), event);
+        assert_eq!(line.group(), Some(fanclub.clone()));
+        assert_eq!(event.group(), None);
+        assert_eq!(event.event(), event);
+        assert_eq!(line.group_line(&fanclub), line);
+        assert_eq!(EventId::parse_line("concert-2027.fanclub").unwrap(), line);
+        assert_eq!(EventId::parse_line("concert-2027").unwrap(), event);
+        assert!(EventId::parse("concert-2027.fanclub").is_err());
+        for bad in [
+            "concert.",
+            ".fanclub",
+            "a.b.c",
+            "a.Fan",
+            "a.general",
+            "a.1x",
+            "a}.b",
+        ] {
+            assert!(
+                EventId::parse_line(bad).is_err(),
+                "{bad:?} should be refused"
+            );
+        }
+    }
+
+    #[test]
+    fn group_names_are_lower_case_slugs_and_never_general() {
+        assert!(GroupName::parse("card-2027").is_ok());
+        for bad in [
+            "",
+            "general",
+            "Fan",
+            "1club",
+            "fan club",
+            "fan.club",
+            &"a".repeat(33),
+        ] {
+            assert!(GroupName::parse(bad).is_err(), "{bad:?} should be refused");
         }
     }
 
@@ -291,6 +429,7 @@ mod tests {
     fn queue_ids_are_tickets_in_shape() {
         assert!(QueueId::parse("12.1800000000000.AAAAAAAAAAAAAAAAAAAAAA").is_ok());
         assert!(QueueId::parse("0.1800000000000.AAAAAAAAAAAAAA_-AAAAAA").is_ok());
+        assert!(QueueId::parse("fanclub.12.1800000000000.AAAAAAAAAAAAAAAAAAAAAA").is_ok());
         for bad in [
             "",
             "AAAAAAAAAAAAAAAAAAAAAA",
@@ -301,6 +440,8 @@ mod tests {
             "12..AAAAAAAAAAAAAAAAAAAAAA",
             "12.18.00.AAAAAAAAAAAAAAAAAAAAAA",
             "123456789012345678901.1.AAAAAAAAAAAAAAAAAAAAAA",
+            "Fan.12.1800000000000.AAAAAAAAAAAAAAAAAAAAAA",
+            "fan.club.12.1800000000000.AAAAAAAAAAAAAAAAAAAAAA",
         ] {
             assert!(QueueId::parse(bad).is_err(), "{bad:?} should be refused");
         }

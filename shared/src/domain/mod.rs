@@ -16,7 +16,10 @@
 //! - [`webhook_signature`]: verifying (and, for tests, making) payment webhook signatures.
 //! - [`money`]: amounts in ISO 4217 minor units, and in Stripe's unit.
 //! - [`proof_of_work`]: the bot challenge an event may ask of every joiner.
+//! - [`priority_group`]: presale groups, admitted before everyone else, each in a line of its own.
+//! - [`access_code`]: the codes an event may require at join, and their stored hashes.
 
+pub mod access_code;
 pub mod access_token;
 pub mod best_available;
 pub mod clock;
@@ -26,9 +29,11 @@ pub mod ids;
 pub mod keys;
 pub mod layout;
 pub mod money;
+pub mod priority_group;
 pub mod proof_of_work;
 pub mod seat;
 pub mod signing;
 pub mod status;
+pub mod wait_forecast;
 pub mod wait_policy;
 pub mod webhook_signature;

@@ -140,7 +140,12 @@ impl SigningKey {
         let number = ticket.number.unwrap_or(0);
         let issued = unix_millis(ticket.issued_at);
         let mac = self.ticket_mac(event, customer, number, issued);
-        QueueId::from_trusted(format!("{number}.{issued}.{mac}"))
+        // A group's line is named in the ticket, so a poll knows which line to look in; the MAC
+        // covers it (the line's id is the `event` signed), so no ticket moves to another line.
+        match event.group() {
+            Some(group) => QueueId::from_trusted(format!("{group}.{number}.{issued}.{mac}")),
+            None => QueueId::from_trusted(format!("{number}.{issued}.{mac}")),
+        }
     }
 
     /// Whether `claimed` is a ticket this key signed for the caller in this event, in constant
@@ -172,9 +177,14 @@ pub struct QueueTicket {
     pub issued_at: SystemTime,
 }
 
-/// `<number>.<issued ms>.<22-character MAC>`, numbers in canonical decimal (no sign, no leading
-/// zeros), so one ticket has exactly one spelling.
+/// `[<group>.]<number>.<issued ms>.<22-character MAC>`, numbers in canonical decimal (no sign,
+/// no leading zeros), so one ticket has exactly one spelling. (The group, if any, is checked by
+/// the MAC, which covers the line's id.)
 fn ticket_parts(text: &str) -> Option<(u64, u64, &str)> {
+    let text = match text.split_once('.') {
+        Some((first, rest)) if crate::domain::ids::GroupName::parse(first).is_ok() => rest,
+        _ => text,
+    };
     let mut parts = text.split('.');
     let (number, issued, mac) = (parts.next()?, parts.next()?, parts.next()?);
     if parts.next().is_some() || mac.len() != 22 {
@@ -250,6 +260,34 @@ mod tests {
             number,
             issued_at: from_unix_millis(1_800_000_000_123),
         }
+    }
+
+    #[test]
+    fn a_group_lines_ticket_names_its_group_and_moves_to_no_other_line() {
+        let keys = KeyRing::new(key(), None);
+        let event = EventId::parse("ev1").unwrap();
+        let fanclub = event.group_line(&crate::domain::ids::GroupName::parse("fanclub").unwrap());
+        let card = event.group_line(&crate::domain::ids::GroupName::parse("card").unwrap());
+        let alice = CustomerId::parse("alice").unwrap();
+        let id = keys.queue_ticket(&fanclub, &alice, ticket(Some(7)));
+        assert!(id.as_str().starts_with("fanclub.7.1800000000123."), "{id}");
+        let parsed = QueueId::parse(id.as_str()).unwrap();
+        assert_eq!(
+            parsed.group().map(|g| g.as_str().to_owned()),
+            Some("fanclub".to_owned())
+        );
+        assert_eq!(
+            keys.open_ticket(&parsed, &fanclub, &alice),
+            Some(ticket(Some(7)))
+        );
+        // The same ticket read as the general line's, or another group's, opens nothing; nor
+        // does the group's name put in front of a general ticket.
+        assert_eq!(keys.open_ticket(&parsed, &event, &alice), None);
+        assert_eq!(keys.open_ticket(&parsed, &card, &alice), None);
+        let general = keys.queue_ticket(&event, &alice, ticket(Some(7)));
+        let moved = QueueId::parse(&format!("fanclub.{general}")).unwrap();
+        assert_eq!(keys.open_ticket(&moved, &fanclub, &alice), None);
+        assert_eq!(general.group(), None);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::clock::rfc3339;
+use crate::domain::wait_forecast::{AdmissionPace, EtaRange, PaceCounters};
 use crate::domain::wait_policy;
 
 /// How long the CDN (and browsers) may keep a status. Short: the status changes every tick.
@@ -106,8 +107,31 @@ pub struct EventStatus {
     /// before this time polls once with it, which puts it back at its number.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restored_at: Option<String>,
+    /// Once admission has started: how fast it goes, as the admitter measures it (the active
+    /// cap, the slot time, no-shows, leavers, seats per admission), from which a waiting client
+    /// computes its ETA range and whether the sale will likely be sold out before its turn
+    /// (`wait_forecast`, ADR 0029).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<AdmissionPace>,
+    /// For an event with priority groups ([`crate::domain::priority_group`]): its lines and the
+    /// one being served. Absent: no groups. Names only, never who is in a group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<GroupsServed>,
     /// When the admit tick wrote this status, RFC 3339 in UTC.
     pub updated_at: String,
+}
+
+/// Which priority group is being served, as one line's status shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupsServed {
+    /// The line this status is of: a group's name, or `general` for everyone else.
+    pub line: String,
+    /// Every line, first admitted first: the groups, then `general`.
+    pub order: Vec<String>,
+    /// The line being served: the first line ahead of this one with anyone waiting (or still
+    /// drawing its pre-queue), else this one. Nobody in a line behind it is called meanwhile.
+    pub serving: String,
 }
 
 impl DrawStatus {
@@ -126,10 +150,51 @@ impl DrawStatus {
 
 impl EventStatus {
     /// The client's arithmetic, written once here for the web page, the simulation and tests:
-    /// the seconds until `number` is called, at the status's advance rate.
+    /// the seconds until `number` is called: the likely end of [`EventStatus::eta_range`] (at the
+    /// status's advance rate if it has no `pace`).
     pub fn eta(&self, number: u64) -> Duration {
+        self.eta_range(number).likely
+    }
+
+    /// When `number` is likely called, and the range around it: the pace's model
+    /// ([`AdmissionPace::eta`]: free slots at the rate, then as the cap frees slots), or, before
+    /// any pace is published, the distance at the advance rate (a range of one point).
+    pub fn eta_range(&self, number: u64) -> EtaRange {
         let distance = number.saturating_sub(self.serving_up_to);
-        wait_policy::eta_for_distance(distance, self.advance_per_second)
+        match &self.pace {
+            Some(pace) => pace.eta(distance),
+            None => {
+                let eta = wait_policy::eta_for_distance(distance, self.advance_per_second);
+                EtaRange {
+                    earliest: eta,
+                    likely: eta,
+                    latest: eta,
+                }
+            }
+        }
+    }
+
+    /// [`EventStatus::eta_range`] as of `now`: after the first call of a paced opening if that
+    /// is still to come.
+    pub fn eta_range_at(&self, number: u64, now: SystemTime) -> EtaRange {
+        let range = self.eta_range(number);
+        if range.likely.is_zero() {
+            return range;
+        }
+        range.after(self.until(self.first_call_at.as_deref(), now))
+    }
+
+    /// Whether the holder of `number` should be told the sale will very likely be sold out
+    /// before its turn ([`AdmissionPace::likely_sold_out`]): from the seats left, the numbers
+    /// ahead and the measured seats per admission. `false` without a pace or a count of seats.
+    pub fn likely_sold_out(&self, number: u64) -> bool {
+        let distance = number.saturating_sub(self.serving_up_to);
+        match (&self.pace, self.seats_left) {
+            (Some(pace), Some(seats_left)) if distance > 0 => {
+                pace.likely_sold_out(distance, seats_left)
+            }
+            _ => false,
+        }
     }
 
     /// The seconds until `number` is called, as of `now`: [`EventStatus::eta`], after the first
@@ -142,13 +207,15 @@ impl EventStatus {
         self.until(self.first_call_at.as_deref(), now) + eta
     }
 
-    /// When to read the status again, for a client holding `number`: the policy's interval,
-    /// as `Retry-After` would say it (see [`EventStatus::next_read_jittered`] for when a client
+    /// When to read the status again, for a client holding `number`: the policy's interval for
+    /// the earliest its number may be called (the ETA range's lower end: a queue going faster
+    /// than told is noticed, and a called customer claims, and frees its slot, soon), as
+    /// `Retry-After` would say it (see [`EventStatus::next_read_jittered`] for when a client
     /// actually reads).
     pub fn next_read(&self, number: u64, now: SystemTime) -> Duration {
         match self.state {
             PublicState::PreQueue => wait_policy::next_status_read(self.until_opening(now)),
-            _ => wait_policy::next_status_read(self.eta_at(number, now)),
+            _ => wait_policy::next_status_read(self.eta_range_at(number, now).earliest),
         }
     }
 
@@ -252,6 +319,8 @@ pub struct StatusInputs {
     pub edge_budget: u64,
     /// Once drawn: when the first number may be called (`wait_policy::first_call_at`).
     pub first_call_at: Option<SystemTime>,
+    /// What the admitter counted of admission's pace (`None`: nothing yet, or not from a tick).
+    pub pace: Option<PaceCounters>,
 }
 
 impl StatusInputs {
@@ -308,6 +377,14 @@ impl StatusInputs {
                 .filter(|_| published && state != PublicState::PreQueue)
                 .map(rfc3339),
             restored_at: self.restored_at.map(rfc3339),
+            pace: self
+                .pace
+                .filter(|counters| counters.max_active > 0)
+                .filter(|_| matches!(state, PublicState::Open | PublicState::Paused))
+                .map(|counters| {
+                    AdmissionPace::measure(&counters, self.configured_rate, self.seats_left)
+                }),
+            groups: None,
             updated_at: rfc3339(now),
         }
     }
@@ -337,6 +414,7 @@ mod tests {
             pre_queue: None,
             edge_budget: wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
             first_call_at: None,
+            pace: None,
         }
     }
 
@@ -487,6 +565,65 @@ mod tests {
         assert_eq!(after.chunk_fetch_window_seconds, Some(20));
         assert_eq!(after.chunk_fetch_delay(0.5), Duration::from_secs(10));
         assert_eq!(after.chunk_fetch_delay(f64::NAN), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_cap_limited_queue_is_told_the_pace_the_cap_allows_and_the_chance_of_a_ticket() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut given = inputs(now);
+        // 200 slots, all in use, each held 40 s (1,000 freed after 40 s, 200 halfway): 5 a
+        // second sustained, not the 50 configured nor the 40 measured in the opening burst.
+        given.pace = Some(PaceCounters {
+            max_active: 200,
+            in_use: 200,
+            admitted: 1_200,
+            freed: 1_000,
+            slot_ms: (1_000.0 * 40.0 + 200.0 * 20.0) * 1_000.0,
+            no_shows: 60,
+            numbers: 1_200,
+            seats_base: Some((4_000, 0)),
+            observed: Duration::from_secs(600),
+            session: Duration::from_secs(300),
+        });
+        given.seats_left = Some(1_000);
+        let status = given.status("gala", now);
+        let json = serde_json::to_value(&status).unwrap();
+        assert_eq!(json["pace"]["slotSeconds"], 40.0);
+        assert_eq!(json["pace"]["sustainedAdmitsPerSecond"], 5.0);
+        assert_eq!(json["pace"]["seatsPerAdmission"], 3.0);
+        assert_eq!(json["pace"]["noShowShare"], 0.05);
+        // 4,000 numbers to go: 800 s (the advance rate alone said 100 s), within 600–1,000 s.
+        assert_eq!(status.eta(5_200), Duration::from_secs(800));
+        let range = status.eta_range_at(5_200, now);
+        assert_eq!(
+            (range.earliest, range.latest),
+            (Duration::from_secs(600), Duration::from_secs(1_000))
+        );
+        assert_eq!(
+            status.next_read(5_200, now),
+            Duration::from_secs(60),
+            "a tenth of the earliest"
+        );
+        // 3 seats an admission, 1,000 left: 200 shopping and 200 ahead already want 1,200.
+        assert!(status.likely_sold_out(1_400));
+        assert!(
+            !status.likely_sold_out(1_300),
+            "600 + 300 seats: not 1.2 × 1,000"
+        );
+        assert!(!status.likely_sold_out(1_000), "called already");
+        // Without a count of the seats left, never said.
+        given.seats_left = None;
+        assert!(!given.status("gala", now).likely_sold_out(1_000_000));
+        // No pace before the opening, nor once the sale is over; a status without one reads.
+        given.opens_at = now + Duration::from_secs(30);
+        assert!(given.status("gala", now).pace.is_none());
+        given.opens_at = now - Duration::from_secs(30);
+        given.state = QueueState::Closed;
+        given.closed_reason = Some("sold_out".into());
+        let closed = serde_json::to_value(given.status("gala", now)).unwrap();
+        assert!(closed.get("pace").is_none(), "{closed}");
+        let read: EventStatus = serde_json::from_value(closed).unwrap();
+        assert_eq!(read.pace, None);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::adapters::dynamo::access_codes::DynamoAccessCodes;
 use crate::adapters::dynamo::event_records::DynamoEventRecords;
 use crate::adapters::dynamo::DynamoLedger;
 use crate::adapters::redis::availability::RedisAvailability;
@@ -52,6 +53,11 @@ impl Queue {
         )
     }
 
+    /// The access codes events may require at join, in the events table.
+    pub fn access_codes(&self) -> DynamoAccessCodes {
+        DynamoAccessCodes::in_events_table(&self.records)
+    }
+
     /// The seat map in Redis.
     pub fn seat_map(&self) -> RedisAvailability {
         self.queue.availability_board()
@@ -71,6 +77,7 @@ impl Queue {
             clock,
             required_claim,
             challenge_exempt_claim: None,
+            access_codes: Arc::new(self.access_codes()),
         }
     }
 

@@ -123,6 +123,23 @@ fn check_parameters(route: &Route, segments: &[&str]) -> Verdict {
     let template = route.path.trim_start_matches('/').split('/');
     for (name, given) in template.zip(segments) {
         let refusal = match name {
+            "{eventId}" if route.serves_lines() && given.contains('.') => {
+                match EventId::parse_line(given) {
+                    Ok(_) => continue,
+                    Err(_)
+                        if EventId::parse(given.split('.').next().unwrap_or_default()).is_ok() =>
+                    {
+                        (
+                            "invalid_event_id",
+                            "eventId must be an event id, or <event id>.<group> for a group's line",
+                        )
+                    }
+                    Err(_) => (
+                        "invalid_event_id",
+                        "eventId must be 1-64 characters of A-Z, a-z, 0-9, '_' or '-'",
+                    ),
+                }
+            }
             "{eventId}" if EventId::parse(given).is_err() => (
                 "invalid_event_id",
                 "eventId must be 1-64 characters of A-Z, a-z, 0-9, '_' or '-'",
@@ -161,7 +178,8 @@ fn check_event_is_live(
     else {
         return Verdict::Pass;
     };
-    match live_events.lookup(event) {
+    // A priority group's line is live with its event.
+    match live_events.lookup(event.split('.').next().unwrap_or_default()) {
         Lookup::Live | Lookup::Failed => Verdict::Pass,
         Lookup::Unknown => Verdict::Refuse(Refusal {
             status: StatusCode::NOT_FOUND,

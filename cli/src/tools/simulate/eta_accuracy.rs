@@ -1,9 +1,12 @@
 //! How right the waiting room's ETAs were: each admission time a customer was given, against the
 //! moment it saw its number called (the first status read showing `servingUpTo` at or past it,
-//! or the claim). Measured at join (the first ETA with a number: the join's answer, or for a
-//! pre-queue entrant the first status read after it found its number in the draw) and along the
-//! wait (every status read before the call). The call is seen at a status read, so it is known
-//! only to within the read interval (5 s near the front) and the status's cache age (2 s).
+//! or the claim). Measured at join (the first ETA the status gave with a number: read at once
+//! after the join, as the page does, or for a pre-queue entrant the first status read after it
+//! found its number in the draw) and along the wait (every status read before the call), in
+//! seconds and relative to the actual wait from the prediction to the call (ADR 0029's goal:
+//! p90 at most a quarter, and at most 60 s for waits under 4 minutes). The call is seen at a
+//! status read, so it is known only to within the read interval (5 s near the front) and the
+//! status's cache age (2 s).
 
 use std::time::Duration;
 
@@ -22,6 +25,22 @@ pub struct EtaError {
     pub p90_seconds: f64,
     /// The share predicted earlier than the call (the customer was told too little).
     pub early_share: f64,
+    /// Of |predicted − called| ÷ (called − predicted at): the error relative to the actual wait.
+    pub p50_relative: f64,
+    pub p90_relative: f64,
+    /// The p90 of |predicted − called| in seconds over the waits (from the prediction) under
+    /// [`SHORT_WAIT`]; `None` if there were none.
+    pub short_waits_p90_seconds: Option<f64>,
+}
+
+/// A wait under this long is judged by its error in seconds (at most 60 s), not relative.
+pub const SHORT_WAIT: Duration = Duration::from_secs(240);
+
+/// One prediction judged: predicted − called, and the actual wait from the prediction, seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Judged {
+    error: f64,
+    wait: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -34,20 +53,40 @@ pub struct EtaAccuracy {
 }
 
 impl EtaError {
-    /// From signed errors (predicted − called); `None` for none.
-    fn of(errors: &[f64]) -> Option<Self> {
-        let mut sizes: Vec<Duration> = errors
-            .iter()
-            .map(|error| Duration::from_secs_f64(error.abs()))
-            .collect();
-        sizes.sort_unstable();
-        let seconds = |p| percentile(&sizes, p).map(|d: Duration| d.as_secs_f64());
+    /// From judged predictions; `None` for none.
+    fn of(judged: &[Judged]) -> Option<Self> {
+        let sorted = |values: Vec<f64>| {
+            let mut durations: Vec<Duration> =
+                values.into_iter().map(Duration::from_secs_f64).collect();
+            durations.sort_unstable();
+            durations
+        };
+        let sizes = sorted(judged.iter().map(|j| j.error.abs()).collect());
+        // Relative errors as durations (a second standing for 1), so they sort and take
+        // percentiles as the errors do.
+        let relative = sorted(
+            judged
+                .iter()
+                .map(|j| j.error.abs() / j.wait.max(1.0))
+                .collect(),
+        );
+        let short = sorted(
+            judged
+                .iter()
+                .filter(|j| j.wait < SHORT_WAIT.as_secs_f64())
+                .map(|j| j.error.abs())
+                .collect(),
+        );
+        let at = |values: &[Duration], p| percentile(values, p).map(|d: Duration| d.as_secs_f64());
         Some(Self {
-            predictions: errors.len(),
-            p50_seconds: seconds(50.0)?,
-            p90_seconds: seconds(90.0)?,
-            early_share: errors.iter().filter(|error| **error < 0.0).count() as f64
-                / errors.len() as f64,
+            predictions: judged.len(),
+            p50_seconds: at(&sizes, 50.0)?,
+            p90_seconds: at(&sizes, 90.0)?,
+            early_share: judged.iter().filter(|j| j.error < 0.0).count() as f64
+                / judged.len() as f64,
+            p50_relative: at(&relative, 50.0)?,
+            p90_relative: at(&relative, 90.0)?,
+            short_waits_p90_seconds: at(&short, 90.0),
         })
     }
 }
@@ -60,22 +99,23 @@ impl EtaAccuracy {
                 continue;
             };
             called += 1;
-            let error = |admission_at: std::time::Instant| {
-                if admission_at >= called_at {
-                    (admission_at - called_at).as_secs_f64()
+            let judge = |p: &super::waiting::Prediction| Judged {
+                error: if p.admission_at >= called_at {
+                    (p.admission_at - called_at).as_secs_f64()
                 } else {
-                    -(called_at - admission_at).as_secs_f64()
-                }
+                    -(called_at - p.admission_at).as_secs_f64()
+                },
+                wait: called_at.saturating_duration_since(p.made_at).as_secs_f64(),
             };
-            if let Some(first) = wait.predictions.first() {
-                at_join.push(error(first.admission_at));
-            }
-            along.extend(
+            let from_status = || {
                 wait.predictions
                     .iter()
                     .filter(|p| p.source == PredictionSource::Status)
-                    .map(|p| error(p.admission_at)),
-            );
+            };
+            if let Some(first) = from_status().next() {
+                at_join.push(judge(first));
+            }
+            along.extend(from_status().map(judge));
         }
         Self {
             called,
@@ -131,14 +171,38 @@ mod tests {
         ];
         let accuracy = EtaAccuracy::of(&waits);
         assert_eq!(accuracy.called, 2);
+        // At join: the first ETA the status gave (the join's own answer is not judged): 20 s
+        // early of an 80 s wait, and the entrant's 10 s late of a 20 s wait.
         let at_join = accuracy.at_join.unwrap();
         assert_eq!(at_join.predictions, 2);
-        assert_eq!((at_join.p50_seconds, at_join.p90_seconds), (10.0, 30.0));
+        assert_eq!((at_join.p50_seconds, at_join.p90_seconds), (10.0, 20.0));
         assert_eq!(at_join.early_share, 0.5);
+        assert_eq!((at_join.p50_relative, at_join.p90_relative), (0.25, 0.5));
+        assert_eq!(at_join.short_waits_p90_seconds, Some(20.0));
+        // Along the wait: every status read's (20 s of 80, 5 of 30, 10 of 20).
         let along = accuracy.along_the_wait.unwrap();
         assert_eq!(along.predictions, 3);
         assert_eq!((along.p50_seconds, along.p90_seconds), (10.0, 20.0));
         assert_eq!(along.early_share, 2.0 / 3.0);
+        assert_eq!((along.p50_relative, along.p90_relative), (0.25, 0.5));
+    }
+
+    #[test]
+    fn long_waits_are_judged_relative_and_short_ones_in_seconds() {
+        let start = Instant::now();
+        // Told at 0 to expect the call at 1,000 s, called at 1,200: 200 s is a sixth of it.
+        let waits = [WaitLog {
+            called_at: Some(start + Duration::from_secs(1_200)),
+            predictions: vec![prediction(start, 0, 1_000, PredictionSource::Status)],
+            ..WaitLog::default()
+        }];
+        let at_join = EtaAccuracy::of(&waits).at_join.unwrap();
+        assert_eq!(at_join.p90_seconds, 200.0);
+        assert!((at_join.p90_relative - 1.0 / 6.0).abs() < 1e-6);
+        assert_eq!(
+            at_join.short_waits_p90_seconds, None,
+            "no wait under 4 minutes"
+        );
     }
 
     #[test]

@@ -41,6 +41,7 @@ mod persona;
 mod progress;
 pub mod report;
 mod seat_choice;
+mod sold_out_forecast;
 mod stack;
 mod stored;
 mod waiting;

@@ -14,6 +14,7 @@ pub use super::latency::RouteLatency;
 pub use super::opening::Opening;
 pub use super::origin_traffic::OriginTraffic;
 pub use super::payments::PaymentsReport;
+pub use super::sold_out_forecast::SoldOutForecast;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -126,6 +127,8 @@ pub struct WaitingRoom {
     /// opening, and the requests per waiting customer at both.
     pub opening: Option<Opening>,
     pub eta: EtaAccuracy,
+    /// How often the status's "likely sold out" was right.
+    pub sold_out_forecast: SoldOutForecast,
 }
 
 impl WaitingRoom {
@@ -148,6 +151,7 @@ impl WaitingRoom {
             origin,
             opening,
             eta: EtaAccuracy::of(waits()),
+            sold_out_forecast: SoldOutForecast::tally(customers),
         }
     }
 
@@ -179,9 +183,16 @@ impl WaitingRoom {
         let eta = &self.eta;
         let error = |name: &str, error: &Option<EtaError>| match error {
             Some(e) => format!(
-                "  ETA error {name}: p50 {:.1} s, p90 {:.1} s ({} predictions, {:.0} % too early)",
+                "  ETA error {name}: p50 {:.1} s, p90 {:.1} s; relative to the wait p50 {:.2}, \
+                 p90 {:.2}{} ({} predictions, {:.0} % too early)",
                 e.p50_seconds,
                 e.p90_seconds,
+                e.p50_relative,
+                e.p90_relative,
+                match e.short_waits_p90_seconds {
+                    Some(short) => format!("; waits under 4 min p90 {short:.1} s"),
+                    None => String::new(),
+                },
                 e.predictions,
                 e.early_share * 100.0
             ),
@@ -193,6 +204,20 @@ impl WaitingRoom {
         ));
         line(error("at join    ", &eta.at_join));
         line(error("along wait ", &eta.along_the_wait));
+        let forecast = &self.sold_out_forecast;
+        line(format!(
+            "  \"likely sold out\": told {} of the {} who waited with a number (and did not leave \
+             of their own accord: {} did), {} of them got nothing{}; {} not told got nothing",
+            forecast.told,
+            forecast.waited,
+            forecast.left_of_their_own,
+            forecast.told_and_got_nothing,
+            match forecast.told_right_share() {
+                Some(share) => format!(" ({:.0} % right)", share * 100.0),
+                None => String::new(),
+            },
+            forecast.not_told_and_got_nothing
+        ));
     }
 }
 

@@ -73,6 +73,9 @@ pub struct WaitLog {
     pub called_at: Option<Instant>,
     /// Status reads (through the CDN).
     pub status_reads: u32,
+    /// Whether a status read with its number said the sale would very likely be sold out
+    /// before its turn (`EventStatus::likely_sold_out`), at any time while it waited.
+    pub told_sold_out: bool,
     /// Draw chunks fetched (through the CDN).
     pub chunk_reads: u32,
     /// Status and chunk reads answered 429 or 5xx, or not at all, each read again after a
@@ -385,11 +388,12 @@ impl Waiter<'_> {
             .map(|(_, number)| *number))
     }
 
-    /// With a number: reads the status at the pace it sets, predicting the admission each time,
-    /// until the number is called; then claims.
+    /// With a number: reads the status at once (as the page does after a join: the ETA range
+    /// and the chance of a ticket come from it), then at the pace it sets, predicting the
+    /// admission each time, until the number is called; then claims.
     async fn until_called(&mut self, mut place: NumberedPlace) -> Result<Step, CallError> {
         self.log.number = Some(place.number);
-        let mut read_after = self.jittered_retry_after(place.read_status_after);
+        let mut read_after = Duration::ZERO;
         loop {
             if let Some(outcome) = self.out_of_patience(&place.queue_id).await? {
                 return Ok(Step::Over(outcome));
@@ -436,8 +440,12 @@ impl Waiter<'_> {
             if is_over(&status) {
                 return Ok(Step::Over(Outcome::ClosedWhileWaiting));
             }
-            self.log
-                .predict(read_at, status.eta(place.number), PredictionSource::Status);
+            self.log.predict(
+                read_at,
+                status.eta_at(place.number, SystemTime::now()),
+                PredictionSource::Status,
+            );
+            self.log.told_sold_out |= status.likely_sold_out(place.number);
             read_after = self.next_read(&status, place.number);
         }
     }

@@ -37,6 +37,7 @@ use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::draw::{DrawChunk, DrawSeed, DrawSummary};
 use crate::domain::event_settings::{EventSettings, QueueState};
 use crate::domain::ids::EventId;
+use crate::domain::priority_group::PriorityGroups;
 use crate::domain::proof_of_work::ChallengeDifficulty;
 
 const SETTINGS_SK: &str = "STATE#SETTINGS";
@@ -140,6 +141,17 @@ fn settings_from(item: &Item) -> Result<(EventSettings, Option<String>, DrawSeed
                 .map_err(|_| malformed("challenge_difficulty"))?,
             None => ChallengeDifficulty::NONE,
         },
+        // Absent (or from before access codes existed): none required.
+        code_required: item
+            .get("code_required")
+            .and_then(|value| value.as_bool().ok())
+            .copied()
+            .unwrap_or(false),
+        // Absent (or from before priority groups existed): none.
+        groups: match text(item, "groups") {
+            Some(json) => PriorityGroups::from_json(json).ok_or_else(|| malformed("groups"))?,
+            None => PriorityGroups::none(),
+        },
     };
     let seed = text(item, "draw_seed")
         .and_then(DrawSeed::parse)
@@ -229,6 +241,15 @@ impl EventRecords for DynamoEventRecords {
                 n(settings.challenge_difficulty.bits()),
             );
         }
+        if settings.code_required {
+            update.push_str(", code_required = :code_required");
+            request =
+                request.expression_attribute_values(":code_required", AttributeValue::Bool(true));
+        }
+        if !settings.groups.is_empty() {
+            update.push_str(", groups = :groups");
+            request = request.expression_attribute_values(":groups", s(settings.groups.to_json()));
+        }
         if let Some(reason) = closed_reason {
             update.push_str(", closed_reason = :reason");
             request = request.expression_attribute_values(":reason", s(reason));
@@ -239,6 +260,12 @@ impl EventRecords for DynamoEventRecords {
         }
         if !settings.challenge_difficulty.is_required() {
             removed.push("challenge_difficulty");
+        }
+        if !settings.code_required {
+            removed.push("code_required");
+        }
+        if settings.groups.is_empty() {
+            removed.push("groups");
         }
         if closed_reason.is_none() {
             removed.push("closed_reason");
@@ -370,9 +397,10 @@ impl EventRecords for DynamoEventRecords {
             .and_then(|set| set.as_ss().ok())
             .cloned()
             .unwrap_or_default();
+        // Groups' lines (`<event>.<group>`) are ticked like events.
         Ok(names
             .iter()
-            .filter_map(|name| EventId::parse(name).ok())
+            .filter_map(|name| EventId::parse_line(name).ok())
             .collect())
     }
 }

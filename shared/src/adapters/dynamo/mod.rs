@@ -9,6 +9,7 @@
 //!   (`TICKETS#`, for the ticket limit), one record per refund (`REFUND#`);
 //! - outbox: events for `outbox-stream`, written in the same transaction as the sale.
 
+pub mod access_codes;
 pub(crate) mod batch_write;
 pub mod cancellation;
 pub mod checkout;
@@ -16,6 +17,7 @@ pub mod confirm;
 pub mod error;
 pub mod event_records;
 pub mod expire;
+pub mod group_members;
 pub mod hold;
 pub mod items;
 pub mod layouts;

@@ -13,7 +13,8 @@ pub const OPEN_EVENTS: &str = "lineup:open-events";
 pub struct EventKeys {
     /// HASH: `state` (open, paused, closed), `opens_at_ms`, `max_active`, `admit_per_sec`,
     /// `session_ms`, `claim_ms`, `ticket_limit` (absent: no limit), `challenge_difficulty`
-    /// (absent: no proof-of-work asked at join), `draw_seed` (written once,
+    /// (absent: no proof-of-work asked at join), `code_required` (`1`: a new joiner needs an
+    /// access code; absent: none), `draw_seed` (written once,
     /// never changed), `draw_commitment` (its hash, public), `next_number` (the last queue number
     /// handed out), `number_ceiling` (the highest number that may be handed out: reserved in
     /// the events table first), `number_block`, `numbers_reserved_at_ms` and
@@ -61,28 +62,56 @@ pub struct EventKeys {
 }
 
 impl EventKeys {
-    /// `event`'s key names: `{ev:<id>}:<name>`.
+    /// `event`'s key names: `{ev:<id>}:<name>`. For a priority group's line
+    /// ([`EventId::group_line`], `<event>.<group>`) the line's own keys are
+    /// `{ev:<event>}:<name>:g:<group>`, under the event's hash tag (so a script may read the
+    /// lines ahead of it), while the admissions (`active`, `offered`) and the seats are the
+    /// event's: every line admits into the same slots and sells the same seats.
     pub fn new(event: &EventId) -> Self {
-        let tag = format!("{{ev:{event}}}");
-        let key = |name: &str| format!("{tag}:{name}");
+        let tag = format!("{{ev:{}}}", event.event());
+        let shared = |name: &str| format!("{tag}:{name}");
+        let line = |name: &str| match event.group() {
+            Some(group) => format!("{tag}:{name}:g:{group}"),
+            None => format!("{tag}:{name}"),
+        };
         Self {
-            settings: key("settings"),
-            prequeue: key("prequeue"),
-            entrants: key("entrants"),
-            left: key("left"),
-            queue: key("queue"),
-            offered: key("offered"),
-            active: key("active"),
-            admission: key("admission"),
-            restored: key("restored-places"),
-            restore_lock: key("restore-lock"),
-            numbers_lock: key("numbers-lock"),
-            status: key("status"),
-            draw_lock: key("draw-lock"),
-            layout: key("layout"),
-            seats_available: key("seats-available"),
-            seats_sold: key("seats-sold"),
-            seats_pending: key("seats-pending"),
+            settings: line("settings"),
+            prequeue: line("prequeue"),
+            entrants: line("entrants"),
+            left: line("left"),
+            queue: line("queue"),
+            offered: shared("offered"),
+            active: shared("active"),
+            admission: line("admission"),
+            restored: line("restored-places"),
+            restore_lock: line("restore-lock"),
+            numbers_lock: line("numbers-lock"),
+            status: line("status"),
+            draw_lock: line("draw-lock"),
+            layout: shared("layout"),
+            seats_available: shared("seats-available"),
+            seats_sold: shared("seats-sold"),
+            seats_pending: shared("seats-pending"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ids::GroupName;
+
+    #[test]
+    fn a_group_line_has_its_own_queue_under_the_events_tag_and_shares_its_admissions() {
+        let event = EventId::parse("e1").unwrap();
+        let general = EventKeys::new(&event);
+        let fanclub = EventKeys::new(&event.group_line(&GroupName::parse("fanclub").unwrap()));
+        assert_eq!(general.queue, "{ev:e1}:queue");
+        assert_eq!(fanclub.queue, "{ev:e1}:queue:g:fanclub");
+        assert_eq!(fanclub.settings, "{ev:e1}:settings:g:fanclub");
+        assert_eq!(fanclub.status, "{ev:e1}:status:g:fanclub");
+        assert_eq!(fanclub.active, general.active);
+        assert_eq!(fanclub.offered, general.offered);
+        assert_eq!(fanclub.seats_available, general.seats_available);
     }
 }

@@ -25,13 +25,17 @@ use crate::application::ports::queue::{
     NumberRanges, PlaceRestorer, PreQueueDraw, RestoreContext, RestoreDone, RestoreOutcome,
     RestoredPlace, Standing, StatusBoard, TickMode, TickReport, WaitingLine,
 };
+use crate::domain::access_code::CodeShown;
 use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::draw::DrawSeed;
 use crate::domain::event_settings::{ClosedReason, EventSettings, QueueState};
-use crate::domain::ids::{CustomerId, EventId};
+use crate::domain::ids::{CustomerId, EventId, GroupName};
+use crate::domain::priority_group::PriorityGroups;
 use crate::domain::proof_of_work::{ChallengeDifficulty, WorkShown};
-use crate::domain::status::StatusInputs;
+use crate::domain::status::{GroupsServed, StatusInputs};
 
+/// The event's settings field naming its priority groups' lines, in order (`fanclub,card`).
+const GROUP_LINES: &str = "group_lines";
 /// How long a lapsed admission is remembered, so its owner's poll says `expired` rather than 404.
 const FORGET_LAPSED_AFTER: Duration = Duration::from_secs(60 * 60);
 /// After a restore, how long admission waits before it moves past the restored `serving`
@@ -281,6 +285,7 @@ impl WaitingLine for RedisQueue {
         customer: &CustomerId,
         now: SystemTime,
         work: WorkShown,
+        code: CodeShown,
     ) -> Result<Joined, LineupError> {
         const OP: &str = "join";
         let keys = EventKeys::new(event);
@@ -302,11 +307,13 @@ impl WaitingLine for RedisQueue {
             .arg(unix_millis(now))
             .arg(NUMBERS_TOP_UP_LOCK.as_millis() as u64)
             .arg(work.bits())
+            .arg(if code.lets_in() { "1" } else { "0" })
             .invoke_async(&mut self.connection())
             .await?;
         match reply.as_slice() {
             [status] if status == "no_event" => Err(LineupError::EventNotFound),
             [status] if status == "closed" => Err(LineupError::QueueClosed),
+            [status] if status == "code_required" => Err(LineupError::CodeRequired),
             [status, difficulty] if status == "challenge" => {
                 let difficulty = difficulty
                     .parse()
@@ -381,7 +388,11 @@ impl WaitingLine for RedisQueue {
 }
 
 /// Reads the admit tick's reply (see `admit_tick.lua`).
-fn tick_report(full_reply: &[String], edge_budget: u64) -> Result<TickReport, LineupError> {
+fn tick_report(
+    full_reply: &[String],
+    edge_budget: u64,
+    now: SystemTime,
+) -> Result<TickReport, LineupError> {
     const OP: &str = "admit_tick";
     // Errors show the reply without the seed (field 15): it must not reach a log early.
     let mut shown = full_reply.to_vec();
@@ -389,7 +400,7 @@ fn tick_report(full_reply: &[String], edge_budget: u64) -> Result<TickReport, Li
         *seed = "<seed>".to_owned();
     }
     let reply = shown.as_slice();
-    let [admitted, active, waiting, serving, advance, state, opens, rate, next_number, entrants, drawn, seats_left, commitment, closed_reason, _, claim_ms, session_ms, restored_at, first_call_at, pre_queue] =
+    let [admitted, active, waiting, serving, advance, state, opens, rate, next_number, entrants, drawn, seats_left, commitment, closed_reason, _, claim_ms, session_ms, restored_at, first_call_at, pre_queue, pace @ ..] =
         reply
     else {
         return Err(unexpected(OP, reply));
@@ -429,7 +440,43 @@ fn tick_report(full_reply: &[String], edge_budget: u64) -> Result<TickReport, Li
             pre_queue: optional(pre_queue)?,
             edge_budget,
             first_call_at: optional(first_call_at)?.map(from_unix_millis),
+            pace: pace_counters(
+                pace,
+                number(active)?,
+                Duration::from_millis(number(session_ms)?),
+                now,
+            ),
         },
+    })
+}
+
+/// The admit tick's pace tail (ADR 0029): `max_active`, then the counters; `None` for a reply
+/// without it or before anyone was admitted (a counter that does not parse counts as none).
+fn pace_counters(
+    fields: &[String],
+    in_use: u64,
+    session: Duration,
+    now: SystemTime,
+) -> Option<crate::domain::wait_forecast::PaceCounters> {
+    let [max_active, admitted, freed, slot_ms, no_shows, numbers, seats_base, freed_base, since] =
+        fields
+    else {
+        return None;
+    };
+    let count = |field: &String| field.parse::<u64>().ok();
+    Some(crate::domain::wait_forecast::PaceCounters {
+        max_active: count(max_active)?,
+        in_use,
+        admitted: count(admitted)?,
+        freed: count(freed).unwrap_or(0),
+        slot_ms: parse_f64(slot_ms).unwrap_or(0.0),
+        no_shows: count(no_shows).unwrap_or(0),
+        numbers: count(numbers).unwrap_or(0),
+        seats_base: count(seats_base).zip(Some(count(freed_base).unwrap_or(0))),
+        observed: count(since)
+            .and_then(|since| now.duration_since(from_unix_millis(since)).ok())
+            .unwrap_or_default(),
+        session,
     })
 }
 
@@ -441,7 +488,7 @@ impl Admitter for RedisQueue {
         // every event's tick because of one bad member.
         Ok(members
             .iter()
-            .filter_map(|raw| EventId::parse(raw).ok())
+            .filter_map(|raw| EventId::parse_line(raw).ok())
             .collect())
     }
 
@@ -459,10 +506,15 @@ impl Admitter for RedisQueue {
                 up_to.map(|limit| limit.to_string()).unwrap_or_default(),
             ),
         };
-        let mut connection = self.connection();
-        let reply: Vec<String> = self
-            .scripts
-            .admit_tick
+        // The event's priority groups: the lines ahead of this one go first, and every line
+        // spends the event's rate bucket.
+        let groups = self.group_lines(event).await?;
+        let ahead: Vec<&GroupName> = groups
+            .iter()
+            .take_while(|group| event.group().as_ref() != Some(*group))
+            .collect();
+        let mut invocation = self.scripts.admit_tick.prepare_invoke();
+        invocation
             .key(&keys.settings)
             .key(&keys.queue)
             .key(&keys.active)
@@ -470,23 +522,51 @@ impl Admitter for RedisQueue {
             .key(&keys.offered)
             .key(&keys.prequeue)
             .key(&keys.entrants)
+            .key(EventKeys::new(&event.event()).admission)
             .arg(unix_millis(now))
             .arg(FORGET_LAPSED_AFTER.as_millis() as u64)
             .arg(mode_arg)
             .arg(up_to)
-            .arg(RESTORE_GRACE.as_millis() as u64)
-            .invoke_async(&mut connection)
-            .await?;
+            .arg(RESTORE_GRACE.as_millis() as u64);
+        for group in &ahead {
+            let line = EventKeys::new(&event.event().group_line(group));
+            invocation
+                .key(line.settings)
+                .key(line.queue)
+                .key(line.prequeue)
+                .arg(group.as_str());
+        }
+        let mut connection = self.connection();
+        let reply: Vec<String> = invocation.invoke_async(&mut connection).await?;
         if matches!(reply.as_slice(), [status] if status == "no_event") {
             return Err(LineupError::EventNotFound);
         }
-        let report = tick_report(&reply, self.edge_budget)?;
+        let Some((served_first, reply)) = reply.split_last() else {
+            return Err(unexpected("admit_tick", &reply));
+        };
+        let report = tick_report(reply, self.edge_budget, now)?;
         if mode == TickMode::Plan {
             return Ok(report);
         }
         // The public status, made once here for every reader of this tick.
-        let status = report.status.status(event.as_str(), now);
-        let json = serde_json::to_string(&status).map_err(|_| unexpected("status", &reply))?;
+        let mut status = report.status.status(event.as_str(), now);
+        if !groups.is_empty() {
+            let line = event
+                .group()
+                .map_or(GroupName::GENERAL.to_owned(), |group| group.to_string());
+            let mut order: Vec<String> = groups.iter().map(GroupName::to_string).collect();
+            order.push(GroupName::GENERAL.to_owned());
+            status.groups = Some(GroupsServed {
+                serving: if served_first.is_empty() {
+                    line.clone()
+                } else {
+                    served_first.clone()
+                },
+                line,
+                order,
+            });
+        }
+        let json = serde_json::to_string(&status).map_err(|_| unexpected("status", reply))?;
         let _: i64 = self
             .scripts
             .publish_status
@@ -595,6 +675,44 @@ fn ticket_limit_arg(settings: &EventSettings) -> String {
 }
 
 impl RedisQueue {
+    /// Keeps the names of the event's priority groups, in order, beside its own line's settings
+    /// (`group_lines`), for the admit tick to know which lines go first. A second call after
+    /// the settings' script (configure, restore), on the same slot: a tick between the two
+    /// sees the lines as they were a moment before.
+    async fn write_group_lines(
+        &self,
+        event: &EventId,
+        groups: &PriorityGroups,
+    ) -> Result<(), LineupError> {
+        if event.group().is_some() {
+            return Ok(());
+        }
+        let settings = EventKeys::new(event).settings;
+        let names: Vec<&str> = groups.iter().map(|group| group.name.as_str()).collect();
+        let mut connection = self.connection();
+        let _: i64 = if names.is_empty() {
+            connection.hdel(&settings, GROUP_LINES).await?
+        } else {
+            connection
+                .hset(&settings, GROUP_LINES, names.join(","))
+                .await?
+        };
+        Ok(())
+    }
+
+    /// The names of the event's priority groups, first admitted first (none: no groups).
+    async fn group_lines(&self, event: &EventId) -> Result<Vec<GroupName>, LineupError> {
+        let names: Option<String> = self
+            .connection()
+            .hget(EventKeys::new(&event.event()).settings, GROUP_LINES)
+            .await?;
+        Ok(names
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|name| GroupName::parse(name).ok())
+            .collect())
+    }
+
     /// The open-events set follows the state: ticked unless closed.
     async fn track_open(&self, event: &EventId, state: QueueState) -> Result<(), LineupError> {
         let mut connection = self.connection();
@@ -633,8 +751,10 @@ impl EventSettingsStore for RedisQueue {
             .arg(seed.reveal())
             .arg(seed.commitment())
             .arg(settings.challenge_difficulty.bits())
+            .arg(if settings.code_required { "1" } else { "0" })
             .invoke_async(&mut self.connection())
             .await?;
+        self.write_group_lines(event, &settings.groups).await?;
         // The open-events set is outside the event's slot, so it is a second call; the admitter
         // re-reads settings inside its script, so a closed event in the set only costs a no-op tick.
         self.track_open(event, settings.state).await
@@ -650,6 +770,12 @@ impl EventSettingsStore for RedisQueue {
             .invoke_async(&mut self.connection())
             .await?;
         self.track_open(event, QueueState::Closed).await?;
+        // Closing an event (sold out, closed, cancelled) closes its groups' lines with it.
+        if event.group().is_none() {
+            for group in self.group_lines(event).await? {
+                Box::pin(self.close(&event.group_line(&group), reason)).await?;
+            }
+        }
         Ok(closed == 1)
     }
 
@@ -662,6 +788,12 @@ impl EventSettingsStore for RedisQueue {
             .arg(seats_left)
             .invoke_async(&mut self.connection())
             .await?;
+        // The seats are the event's: every group's line shows the same count.
+        if event.group().is_none() {
+            for group in self.group_lines(event).await? {
+                Box::pin(self.set_seats_left(&event.group_line(&group), seats_left)).await?;
+            }
+        }
         Ok(())
     }
 
@@ -679,10 +811,11 @@ impl EventSettingsStore for RedisQueue {
                 "claim_ms",
                 "ticket_limit",
                 "challenge_difficulty",
+                "code_required",
             ])
             .query_async(&mut self.connection())
             .await?;
-        let [state, opens_at, max_active, rate, session, claim, ticket_limit, difficulty] =
+        let [state, opens_at, max_active, rate, session, claim, ticket_limit, difficulty, code_required] =
             values.as_slice()
         else {
             return Err(unexpected(OP, &[]));
@@ -721,6 +854,10 @@ impl EventSettingsStore for RedisQueue {
                     .ok_or_else(|| unexpected(OP, &shown))?,
                 None => ChallengeDifficulty::NONE,
             },
+            code_required: code_required.as_deref() == Some("1"),
+            // The cache keeps only the groups' names (for the admit tick); their definitions
+            // are in the durable record.
+            groups: PriorityGroups::none(),
         }))
     }
 }
@@ -845,8 +982,13 @@ impl PlaceRestorer for RedisQueue {
                     .unwrap_or_default(),
             )
             .arg(settings.challenge_difficulty.bits())
+            .arg(if settings.code_required { "1" } else { "0" })
             .invoke_async(&mut self.connection())
             .await?;
+        // (A hash just re-made has no `group_lines` to remove: only an event with groups writes.)
+        if restored == 1 && !settings.groups.is_empty() {
+            self.write_group_lines(event, &settings.groups).await?;
+        }
         self.track_open(event, settings.state).await?;
         Ok(restored == 1)
     }

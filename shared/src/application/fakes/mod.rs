@@ -2,6 +2,7 @@
 //! without Redis or DynamoDB. Each keeps its state in a mutex, answers as the real adapter does
 //! (the same errors for the same situations), and can be told to fail, to play an outage.
 //!
+//! - [`access_codes`]: the access codes an event may require at join, and their bindings.
 //! - [`admissions`]: live admissions and ticket limits (what `hold` and `confirm` ask the queue).
 //! - [`ledger`]: the seat ledger (seats, holds, orders, payments, the sweep).
 //! - [`records`]: event records, layouts and the published draw.
@@ -11,6 +12,7 @@
 //! - [`queue`]: the queue's ports where they are more than one Lua call (admitting, drawing,
 //!   restoring, numbering, settings).
 
+pub mod access_codes;
 pub mod admissions;
 pub mod ledger;
 pub mod outage;

@@ -24,6 +24,7 @@ use crate::application::ports::queue::{
     RestoreContext, RestoreDone, RestoreOutcome, RestoredPlace, Standing, StatusBoard, TickMode,
     TickReport, WaitingLine,
 };
+use crate::domain::access_code::CodeShown;
 use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::draw::DrawSeed;
 use crate::domain::event_settings::{ClosedReason, EventSettings, QueueState};
@@ -198,6 +199,7 @@ impl EventState {
                     .then_some(self.prequeue.len() as u64),
                 edge_budget: crate::domain::wait_policy::EDGE_OPENING_REQUESTS_PER_SECOND,
                 first_call_at: self.first_call_at_ms.map(from_unix_millis),
+                pace: None,
             },
         }
     }
@@ -525,6 +527,7 @@ impl WaitingLine for MemoryQueue {
         customer: &CustomerId,
         now: SystemTime,
         work: WorkShown,
+        code: CodeShown,
     ) -> Result<Joined, LineupError> {
         let mut guard = self.enter("join")?;
         let state = &mut *guard;
@@ -575,6 +578,13 @@ impl WaitingLine for MemoryQueue {
                 proof_offered: work.offered(),
                 fresh: None,
             }));
+        }
+        if known.settings.code_required
+            && !code.lets_in()
+            && !known.prequeue.contains(customer)
+            && !known.entrant_set.contains(customer)
+        {
+            return Err(LineupError::CodeRequired);
         }
         let pre_queue = |known: &EventState, newly_queued: bool| Joined {
             newly_queued,

@@ -20,12 +20,12 @@ use crate::application::error::{LineupError, Store};
 use crate::application::fakes::outage::{Faulty, Outage};
 use crate::application::ports::event_records::{
     AdmissionCursor, AuditEntry, AuditLog, DrawPublication, DrawPublished, EventRecord,
-    EventRecords, LayoutStore,
+    EventRecords, GroupMembers, LayoutStore,
 };
 use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::draw::{DrawChunk, DrawSeed, DrawSummary};
 use crate::domain::event_settings::{EventSettings, QueueState};
-use crate::domain::ids::EventId;
+use crate::domain::ids::{CustomerId, EventId};
 use crate::domain::layout::{LayoutSummary, SeatLayout};
 
 /// One event's items in the events table.
@@ -39,6 +39,8 @@ struct EventItems {
     ceiling: Option<u64>,
     /// `AUDIT#...`, in key order (time, then as written).
     audit: Vec<AuditEntry>,
+    /// `MEMBER#<customer>`: a group line's imported members.
+    members: BTreeSet<String>,
     /// `DRAW`.
     draw: Option<DrawSummary>,
     /// `DRAW#<event>#<prefix>`: non-empty chunks only.
@@ -109,6 +111,30 @@ impl MemoryRecords {
             .events
             .get(event)
             .and_then(|items| items.ceiling)
+    }
+}
+
+#[async_trait]
+impl GroupMembers for MemoryRecords {
+    async fn is_member(&self, line: &EventId, customer: &CustomerId) -> Result<bool, LineupError> {
+        let state = self.enter("is_member")?;
+        Ok(state
+            .events
+            .get(line)
+            .is_some_and(|items| items.members.contains(customer.as_str())))
+    }
+
+    async fn import_members(
+        &self,
+        line: &EventId,
+        customers: &[CustomerId],
+    ) -> Result<(), LineupError> {
+        let mut state = self.enter("import_members")?;
+        let items = state.events.entry(line.clone()).or_default();
+        items
+            .members
+            .extend(customers.iter().map(|c| c.as_str().to_owned()));
+        Ok(())
     }
 }
 

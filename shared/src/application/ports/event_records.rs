@@ -13,7 +13,7 @@ use crate::application::error::LineupError;
 use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::draw::{DrawChunk, DrawSeed, DrawSummary};
 use crate::domain::event_settings::EventSettings;
-use crate::domain::ids::EventId;
+use crate::domain::ids::{CustomerId, EventId};
 use crate::domain::layout::{LayoutSummary, SeatLayout};
 
 /// An event as DynamoDB keeps it.
@@ -167,6 +167,21 @@ pub trait EventRecords: Send + Sync {
 
     /// Events not closed: the admitter ticks them even if the cache forgot them.
     async fn open_events(&self) -> Result<Vec<EventId>, LineupError>;
+}
+
+/// The customer ids operators imported into priority groups whose membership is a list
+/// ([`crate::domain::priority_group::Membership::List`]), kept per group's line.
+#[async_trait]
+pub trait GroupMembers: Send + Sync {
+    /// Whether `customer` was imported into the group whose line is `line`.
+    async fn is_member(&self, line: &EventId, customer: &CustomerId) -> Result<bool, LineupError>;
+
+    /// Adds the customers to the group whose line is `line` (again: nothing changes).
+    async fn import_members(
+        &self,
+        line: &EventId,
+        customers: &[CustomerId],
+    ) -> Result<(), LineupError>;
 }
 
 /// Operators' changes, kept.

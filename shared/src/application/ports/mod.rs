@@ -9,7 +9,9 @@
 //! - [`payments`]: the payment provider (Stripe): payments for orders, cancels, refunds.
 //! - [`refunds`]: refunds as Lineup records them, once each and never more than was paid.
 //! - [`secrets`]: fetching a secret's current and previous versions.
+//! - [`access_codes`]: the codes an event may require at join, bound to accounts (DynamoDB).
 
+pub mod access_codes;
 pub mod availability;
 pub mod event_records;
 pub mod ledger;

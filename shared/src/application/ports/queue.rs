@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 
 use crate::application::error::LineupError;
+use crate::domain::access_code::CodeShown;
 use crate::domain::draw::DrawSeed;
 use crate::domain::event_settings::{ClosedReason, EventSettings};
 use crate::domain::ids::{CustomerId, EventId};
@@ -85,24 +86,27 @@ pub trait WaitingLine: Send + Sync {
     /// Puts `customer` in `event`'s queue, or keeps the place they already have. A customer
     /// who would be stored anew must have shown the event's proof-of-work: `work` is what the
     /// request showed (its proof checked by the caller); too little is
-    /// [`LineupError::ChallengeRefused`], with nothing stored.
+    /// [`LineupError::ChallengeRefused`], with nothing stored. Then, to an event that requires
+    /// an access code, `code` must be [`CodeShown::lets_in`]: else [`LineupError::CodeRequired`],
+    /// with nothing stored (the caller checks the code durably and joins again).
     async fn join_with_work(
         &self,
         event: &EventId,
         customer: &CustomerId,
         now: SystemTime,
         work: WorkShown,
+        code: CodeShown,
     ) -> Result<Joined, LineupError>;
 
     /// [`WaitingLine::join_with_work`] for callers that are not a customer's request (operators'
-    /// tools, tests, benchmarks): no proof-of-work is asked of them.
+    /// tools, tests, benchmarks): no proof-of-work or access code is asked of them.
     async fn join(
         &self,
         event: &EventId,
         customer: &CustomerId,
         now: SystemTime,
     ) -> Result<Joined, LineupError> {
-        self.join_with_work(event, customer, now, WorkShown::Exempt)
+        self.join_with_work(event, customer, now, WorkShown::Exempt, CodeShown::Exempt)
             .await
     }
 

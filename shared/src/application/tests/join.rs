@@ -39,6 +39,9 @@ impl Joining {
             clock: clock.clone(),
             required_claim: None,
             challenge_exempt_claim: Some("pow_exempt".to_owned()),
+            access_codes: Arc::new(
+                crate::application::fakes::access_codes::MemoryAccessCodes::new(),
+            ),
         };
         Self { world, clock, api }
     }

@@ -2,10 +2,12 @@
 //! each function, in milliseconds, with no Redis and no DynamoDB. What only the real stores can
 //! prove (Lua atomicity, transactions, races) stays in the `tests/` crate.
 
+mod access_codes;
 mod admit;
 mod checkout;
 mod confirm;
 mod expire;
+mod group_line;
 mod hold;
 mod join;
 mod reconcile;

@@ -14,13 +14,27 @@
 -- `restore_grace_ms` after the restore (the time for a waiting client to read the status and
 -- present its ticket): the frontier `restored_serving + rate x (now - restored_at - grace)`,
 -- until it passes `restored_ceiling`, the last number the lost cache could have handed out.
--- KEYS: settings, queue, active, admission, offered, prequeue, entrants
+-- A priority group's line (shared/src/domain/priority_group.rs) ticks with this same script, on
+-- its own keys, sharing the event's `active` and `offered` and the event's rate bucket (the
+-- `tokens` of KEYS[8], the event's admission hash: the line's own for the event's line). Strict
+-- order: a line calls nobody while a line ahead of it (KEYS[9..], settings, queue and pre-queue
+-- of each, in order; ARGV[6..] their group names) is open and past its opening with anyone
+-- waiting, or a pre-queue not yet closed or not yet drawn, or is missing from the cache (lost,
+-- and not restored yet) or restored and still waiting for its customers to come back (its
+-- restore frontier short of what the lost cache handed out); the reply then names that group
+-- (`served_first`).
+-- KEYS: settings, queue, active, admission, offered, prequeue, entrants, bucket,
+--       [ahead settings, ahead queue, ahead prequeue]...
 -- ARGV: now_ms, forget_lapsed_after_ms, mode ("plan" | "admit"), serving_limit ("" = none),
---       restore_grace_ms
+--       restore_grace_ms, [ahead group name]...
 -- Reply: {"no_event"} | {admitted, shopping_after, waiting_after, serving, advance_rate|"", state,
 --         opens_at_ms, admit_per_sec, next_number, entrants|"", drawn (0|1), seats_left|"",
 --         draw_commitment|"", closed_reason|"", draw_seed, claim_ms, session_ms, restored_at_ms|"",
---         first_call_at_ms|"", pre_queue|""}
+--         first_call_at_ms|"", pre_queue|"", max_active, admitted_total|"", freed_total|"",
+--         slot_ms_total|"", no_shows_total|"", numbers_total|"", seats_base|"", freed_base|"",
+--         pace_since_ms|""}
+-- (the last nine: the pace counters, ADR 0029), then served_first|"" (the group ahead that
+-- keeps this line waiting)
 -- (the seed goes back to the admitter, which shows it only once the draw is published;
 -- `pre_queue`, the pre-queue's size, only before the opening, for the status's paced opening)
 -- A paced opening (`first_call_at_ms`, set with `drawn`) calls nobody before that time: the
@@ -31,6 +45,14 @@ local s = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'max_active', 'ad
   'first_call_at_ms')
 local state = s[1]
 if not state then return {'no_event'} end
+-- The reply's pace tail: max_active, then the pace counters ('' for none yet).
+local function pace_reply()
+  local p = redis.call('HMGET', KEYS[4], 'pace_admitted', 'pace_freed', 'pace_slot_ms',
+    'pace_no_shows', 'pace_numbers', 'pace_seats_base', 'pace_freed_base', 'pace_since_ms')
+  local reply = {s[3] or ''}
+  for i = 1, 8 do reply[#reply + 1] = p[i] or '' end
+  return reply
+end
 local opens_at, max_active = tonumber(s[2]), tonumber(s[3])
 -- (An event configured before claim windows existed has none: the default, a minute.)
 local rate, claim = tonumber(s[4]), tonumber(s[5]) or 60000
@@ -64,6 +86,33 @@ end
 local shopping = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
   + redis.call('ZCOUNT', KEYS[5], '(' .. now, '+inf')
 
+-- The first line ahead that is being served (or drawn) keeps this one waiting.
+local served_first = ''
+for i = 9, #KEYS - 2, 3 do
+  local ahead = redis.call('HMGET', KEYS[i], 'state', 'opens_at_ms', 'entrants', 'drawn',
+    'restored_at_ms', 'restored_serving', 'restored_ceiling', 'admit_per_sec')
+  -- A line the cache lost, not restored yet, may have anyone waiting; one restored has only
+  -- those who came back in its queue until its restore frontier passes the numbers the lost
+  -- cache handed out (as its own tick bounds it, above): either keeps this one waiting.
+  local recovering = false
+  if ahead[5] and ahead[7] then
+    local frontier = (tonumber(ahead[6]) or 0) + math.max(0, now - tonumber(ahead[5])
+      - tonumber(ARGV[5])) * (tonumber(ahead[8]) or 0) / 1000
+    recovering = frontier < tonumber(ahead[7])
+  end
+  if not ahead[1] or ahead[1] == 'open' and now >= (tonumber(ahead[2]) or 0) and (
+      recovering or (ahead[3] and not ahead[4])
+      or (not ahead[3] and redis.call('SCARD', KEYS[i + 2]) > 0)
+      or redis.call('ZCARD', KEYS[i + 1]) > 0) then
+    served_first = ARGV[6 + (i - 9) / 3]
+    break
+  end
+end
+local function with_served_first(reply)
+  reply[#reply + 1] = served_first
+  return reply
+end
+
 local admitted = 0
 local serving = tonumber(redis.call('HGET', KEYS[4], 'serving')) or 0
 -- Nobody is admitted before the pre-queue's numbers are in the queue (they come first), nor
@@ -73,7 +122,7 @@ if now < opens_at and not s[6] then pre_queue = redis.call('SCARD', KEYS[6]) end
 if state == 'open' and now >= opens_at and s[7] and now >= (tonumber(s[17]) or 0) then
   -- The rate budget: a token bucket holding at most one second's admissions, refilled here by
   -- the time elapsed. Several admitters share it; a clock behind the last refill adds nothing.
-  local bucket = redis.call('HMGET', KEYS[4], 'tokens', 'refilled_at_ms')
+  local bucket = redis.call('HMGET', KEYS[8], 'tokens', 'refilled_at_ms')
   local tokens, refilled_at = tonumber(bucket[1]), tonumber(bucket[2])
   if not tokens then
     tokens, refilled_at = rate, now
@@ -82,6 +131,7 @@ if state == 'open' and now >= opens_at and s[7] and now >= (tonumber(s[17]) or 0
     refilled_at = now
   end
   local budget = math.min(max_active - shopping, math.floor(tokens))
+  if served_first ~= '' then budget = 0 end
 
   if planning then
     -- How far this tick would go: the number of the last customer it would admit.
@@ -94,12 +144,13 @@ if state == 'open' and now >= opens_at and s[7] and now >= (tonumber(s[17]) or 0
       end
       if #head > 0 then serving = math.max(serving, tonumber(head[2])) end
     end
-    return {0, shopping, redis.call('ZCARD', KEYS[2]), string.format('%.0f', serving),
+    return with_served_first({0, shopping, redis.call('ZCARD', KEYS[2]), string.format('%.0f', serving),
       redis.call('HGET', KEYS[4], 'advance_rate') or '', state, s[2], s[4], s[8] or '0',
       s[6] or '', s[7] and 1 or 0, s[9] or '', s[10] or '', s[11] or '', s[12] or '',
-      tostring(claim), s[13], s[14] or '', s[17] or '', pre_queue}
+      tostring(claim), s[13], s[14] or '', s[17] or '', pre_queue, unpack(pace_reply())})
   end
 
+  local serving_before = serving
   if budget > 0 then
     -- The head of the queue, up to the durable limit.
     local popped
@@ -124,8 +175,9 @@ if state == 'open' and now >= opens_at and s[7] and now >= (tonumber(s[17]) or 0
     if admitted > 0 then serving = math.max(serving, tonumber(popped[#popped])) end
   end
 
-  redis.call('HSET', KEYS[4], 'tokens', tostring(tokens - admitted),
-    'refilled_at_ms', tostring(refilled_at), 'serving', string.format('%.0f', serving))
+  redis.call('HSET', KEYS[8], 'tokens', tostring(tokens - admitted),
+    'refilled_at_ms', tostring(refilled_at))
+  redis.call('HSET', KEYS[4], 'serving', string.format('%.0f', serving))
 
   -- Measure how fast `serving` advances (leavers included: their numbers are passed too), over
   -- windows of at least 10 s, only while a backlog remains (an empty queue advances slowly for
@@ -141,9 +193,35 @@ if state == 'open' and now >= opens_at and s[7] and now >= (tonumber(s[17]) or 0
     redis.call('HSET', KEYS[4], 'advance_rate', tostring(measured),
       'window_start_ms', now, 'window_serving', serving)
   end
+
+  -- The pace (ADR 0029), counted since admission started, for the status's honest ETA: slots
+  -- freed (the slots in use after the last tick, less those in use now: claims move a slot,
+  -- purchases, leavers, lapsed offers and sessions free it), slot-seconds held (the slots in
+  -- use times the time between ticks), offers lapsed unclaimed (no-shows), admissions and the
+  -- numbers they passed (leavers from the queue included); and, from the first tick that knows
+  -- the seats left, that count and the slots freed by then, for the seats per admission.
+  local pace = redis.call('HMGET', KEYS[4], 'pace_at_ms', 'pace_in_use', 'pace_seats_base')
+  local pace_at, pace_in_use = tonumber(pace[1]), tonumber(pace[2])
+  if pace_at and pace_in_use and now > pace_at then
+    redis.call('HINCRBY', KEYS[4], 'pace_freed', math.max(0, pace_in_use - shopping))
+    redis.call('HINCRBYFLOAT', KEYS[4], 'pace_slot_ms', pace_in_use * (now - pace_at))
+    redis.call('HINCRBY', KEYS[4], 'pace_no_shows',
+      redis.call('ZCOUNT', KEYS[5], '(' .. pace_at, now))
+  end
+  if not pace_at or now > pace_at then
+    redis.call('HINCRBY', KEYS[4], 'pace_admitted', admitted)
+    redis.call('HINCRBY', KEYS[4], 'pace_numbers', serving - serving_before)
+    redis.call('HSET', KEYS[4], 'pace_at_ms', now, 'pace_in_use', shopping + admitted)
+    redis.call('HSETNX', KEYS[4], 'pace_since_ms', now)
+  end
+  if not pace[3] and s[9] then
+    redis.call('HSET', KEYS[4], 'pace_seats_base', s[9], 'pace_freed_base',
+      redis.call('HGET', KEYS[4], 'pace_freed') or '0')
+  end
 end
 
-return {admitted, shopping + admitted, redis.call('ZCARD', KEYS[2]), string.format('%.0f', serving),
+return with_served_first({admitted, shopping + admitted, redis.call('ZCARD', KEYS[2]),
+  string.format('%.0f', serving),
   redis.call('HGET', KEYS[4], 'advance_rate') or '', state, s[2], s[4], s[8] or '0', s[6] or '',
   s[7] and 1 or 0, s[9] or '', s[10] or '', s[11] or '', s[12] or '', tostring(claim), s[13], s[14] or '',
-  s[17] or '', pre_queue}
+  s[17] or '', pre_queue, unpack(pace_reply())})

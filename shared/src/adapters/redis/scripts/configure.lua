@@ -7,6 +7,7 @@
 -- ARGV: state, opens_at_ms, max_active, admit_per_sec, session_ms, claim_ms,
 --       ticket_limit ("" = no limit: the field is removed), draw_seed, draw_commitment,
 --       challenge_difficulty (leading zero bits a joiner's proof-of-work needs; "0" = none: the
+--       field is removed), code_required ("1": a new joiner needs an access code; "0": the
 --       field is removed)
 -- Reply: 1
 redis.call('HSET', KEYS[1], 'state', ARGV[1], 'opens_at_ms', ARGV[2], 'max_active', ARGV[3],
@@ -21,6 +22,11 @@ if ARGV[10] == '0' then
   redis.call('HDEL', KEYS[1], 'challenge_difficulty')
 else
   redis.call('HSET', KEYS[1], 'challenge_difficulty', ARGV[10])
+end
+if ARGV[11] == '1' then
+  redis.call('HSET', KEYS[1], 'code_required', '1')
+else
+  redis.call('HDEL', KEYS[1], 'code_required')
 end
 if ARGV[1] ~= 'closed' then redis.call('HDEL', KEYS[1], 'closed_reason') end
 redis.call('HSETNX', KEYS[1], 'next_number', 0)

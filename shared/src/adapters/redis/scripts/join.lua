@@ -11,9 +11,13 @@
 -- A customer about to be stored anew (not one already queued, admitted or in the pre-queue)
 -- must have shown the event's proof-of-work (`challenge_difficulty` leading zero bits; the
 -- caller checked the proof and passes the bits it shows, see shared/src/domain/proof_of_work.rs):
--- else the reply is "challenge" and nothing is written.
--- ARGV: customer, now_ms, top_up_lock_ms, work_bits (zero bits the caller's proof shows)
--- Reply: {"no_event"} | {"closed"} | {"challenge", difficulty} | {"admitted", expires_ms}
+-- else the reply is "challenge" and nothing is written. Then, to an event with `code_required`,
+-- such a newcomer must come with an access code the caller already bound them to, durably
+-- (code_accepted "1"; docs/decisions/0030-access-codes.md): else the reply is "code_required".
+-- ARGV: customer, now_ms, top_up_lock_ms, work_bits (zero bits the caller's proof shows),
+--       code_accepted (0|1)
+-- Reply: {"no_event"} | {"closed"} | {"challenge", difficulty} | {"code_required"}
+--      | {"admitted", expires_ms}
 --      | {"numbers_exhausted", top_up (0|1)}
 --      | {"pre_queue", newly_queued, opens_at_ms, draw_seed} (the seed for the adapter to compute
 --        the entrant's public hash with; it never reaches the customer)
@@ -21,7 +25,7 @@
 --         top_up (0|1)}
 local s = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'admit_per_sec', 'session_ms',
   'entrants', 'drawn', 'next_number', 'draw_seed', 'number_ceiling', 'number_block',
-  'challenge_difficulty')
+  'challenge_difficulty', 'code_required')
 local state = s[1]
 if not state then return {'no_event'} end
 local opens_at, session = tonumber(s[2]), tonumber(s[4])
@@ -66,6 +70,14 @@ if difficulty > (tonumber(ARGV[4]) or 0)
     and redis.call('SISMEMBER', KEYS[6], customer) == 0
     and redis.call('SISMEMBER', KEYS[7], customer) == 0 then
   return {'challenge', tostring(difficulty)}
+end
+
+-- Access codes (ADR 0030), likewise before anything is stored: a newcomer to an event that
+-- requires a code needs one accepted first; the caller checks it in DynamoDB and joins again.
+if s[12] == '1' and ARGV[5] ~= '1'
+    and redis.call('SISMEMBER', KEYS[6], customer) == 0
+    and redis.call('SISMEMBER', KEYS[7], customer) == 0 then
+  return {'code_required'}
 end
 
 -- The pre-queue, until it closes: a join whose clock still says "before opening" but that

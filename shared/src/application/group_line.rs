@@ -1,0 +1,67 @@
+//! Which line a joiner waits in ([`crate::domain::priority_group`]): the first of the event's
+//! priority groups that counts them as a member and still takes joiners, else the event's own.
+//! A member whose group's window has ended keeps the place they took in it (one place per
+//! customer: joining again never gives a second one in a line behind).
+//!
+//! The groups come from the event's durable record as this instance last read it (at most
+//! [`crate::application::known_events::RECORD_MAX_AGE`] old), so an event without groups costs
+//! a join nothing more; a group listing its members costs one lookup of the caller.
+
+use std::time::SystemTime;
+
+use crate::application::error::LineupError;
+use crate::application::queue_api::QueueApi;
+use crate::domain::ids::{CustomerId, EventId, GroupName};
+use crate::domain::priority_group::Membership;
+
+/// Whether the event has a group whose members are the holders of its codes (then a join's
+/// code is checked before the line is chosen).
+pub async fn has_code_groups(api: &QueueApi, event: &EventId) -> Result<bool, LineupError> {
+    Ok(api
+        .restorer
+        .known
+        .record(event)
+        .await?
+        .is_some_and(|record| {
+            record
+                .settings
+                .groups
+                .iter()
+                .any(|group| group.membership == Membership::Code)
+        }))
+}
+
+/// The line `customer` joins `event` in at `now`; `claim` reads their sign-in's claims, and
+/// `code_group` is the group named by the access code the join brought, if one was accepted.
+pub async fn line_for<'c>(
+    api: &QueueApi,
+    claim: impl Fn(&str) -> Option<&'c str>,
+    code_group: Option<&GroupName>,
+    event: &EventId,
+    customer: &CustomerId,
+    now: SystemTime,
+) -> Result<EventId, LineupError> {
+    let Some(record) = api.restorer.known.record(event).await? else {
+        // Unknown here: the join itself says whether the event exists.
+        return Ok(event.clone());
+    };
+    for group in record.settings.groups.iter() {
+        let line = event.group_line(&group.name);
+        let member = match &group.membership {
+            Membership::Claim { claim: name, .. } => group.membership.admits_claim(claim(name)),
+            Membership::List => api.restorer.members.is_member(&line, customer).await?,
+            Membership::Code => code_group == Some(&group.name),
+        };
+        if !member {
+            continue;
+        }
+        if group.takes_joiners(now) {
+            return Ok(line);
+        }
+        // The window has ended: a place taken in it is kept, with its priority.
+        if api.line.standing(&line, customer, now).await?.is_some() {
+            return Ok(line);
+        }
+    }
+    Ok(event.clone())
+}

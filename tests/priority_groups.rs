@@ -1,0 +1,535 @@
+//! Priority groups (presales), against real Redis and the serialised moto server, through the
+//! join, poll and hold handlers, the admitter as the `admit` function runs it, the operators'
+//! `set_groups`, and `lineup verify-draw` over the public routes:
+//! - members of the groups are admitted, group by group, before anyone in no group, whatever
+//!   order the lines are ticked in, and each line's pre-queue draw checks out against the
+//!   commitment its status showed before the opening;
+//! - one ticket limit spans the presale and the general sale;
+//! - a member whose group's window has ended joins the general line, and a ticket names the one
+//!   line it was issued for.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use lineup::adapters::redis::keys::EventKeys;
+use lineup::application::ports::event_records::GroupMembers;
+use lineup::application::ports::queue::StatusBoard;
+use lineup::application::{join, poll};
+use lineup::domain::clock::{unix_millis, Clock};
+use lineup::domain::ids::{CustomerId, EventId, GroupName};
+use lineup::domain::priority_group::{Membership, PriorityGroup, PriorityGroups};
+use lineup_cli::event_admin::{EventAdmin, OpensAt, SettingsChange};
+use lineup_cli::verify_draw::{self, Verdict, VerifyDrawArgs};
+use lineup_tests::on_sale::{seat, OnSale};
+use lineup_tests::public_routes::serve_public_routes;
+use lineup_tests::{body, error_code, request, retarget, sample, Admission};
+use serde_json::Value;
+
+fn group(name: &str, membership: Membership, opens_at: SystemTime) -> PriorityGroup {
+    PriorityGroup {
+        name: GroupName::parse(name).unwrap(),
+        membership,
+        opens_at,
+        closes_at: None,
+    }
+}
+
+fn person(name: &str) -> CustomerId {
+    CustomerId::parse(name).unwrap()
+}
+
+/// `POST /events/{event}/queue` as `caller`, whose sign-in carries `claims`.
+async fn join_as(sale: &OnSale, caller: &CustomerId, claims: &[(&str, &str)]) -> Value {
+    let mut event = retarget(&sample("join.json"), &sale.event, Some(caller), None);
+    for (name, value) in claims {
+        event["requestContext"]["authorizer"]["jwt"]["claims"][*name] = (*value).into();
+    }
+    let response = join::handle(&sale.queue_api, request(&event)).await;
+    let answer = body(&response);
+    assert!(response.status().is_success(), "join: {answer}");
+    answer
+}
+
+/// Opens `sale`'s event through the operators' use case (the durable record, then the cache),
+/// then gives it `groups`.
+async fn open_with_groups(
+    sale: &OnSale,
+    change: SettingsChange,
+    groups: Vec<PriorityGroup>,
+    now: SystemTime,
+) {
+    let admin = EventAdmin::new(&sale.queue, &sale.records, "test");
+    admin.open(&sale.event, &change, now).await.expect("open");
+    admin
+        .set_groups(
+            &sale.event,
+            PriorityGroups::new(groups).unwrap(),
+            "group-add",
+            now,
+        )
+        .await
+        .expect("set groups");
+}
+
+async fn offered(event: &EventId) -> Vec<String> {
+    redis::cmd("ZRANGE")
+        .arg(EventKeys::new(event).offered)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut lineup_tests::redis().await)
+        .await
+        .expect("ZRANGE offered")
+}
+
+async fn status(sale: &OnSale, line: &EventId) -> Value {
+    let json = sale
+        .queue
+        .status_json(line)
+        .await
+        .expect("status")
+        .expect("published");
+    serde_json::from_str(&json).expect("status JSON")
+}
+
+#[tokio::test]
+async fn a_presale_group_is_admitted_before_the_groups_behind_it_and_each_draw_checks_out() {
+    let sale = OnSale::with_seats(0).await;
+    let t0 = sale.clock.now();
+    let opens = t0 + Duration::from_secs(60);
+    let change = SettingsChange {
+        opens_at: Some(OpensAt::At(opens)),
+        rate: Some(3),
+        max_active: Some(1_000),
+        ..Default::default()
+    };
+    let gold = Membership::Claim {
+        claim: "tier".into(),
+        value: "gold".into(),
+    };
+    open_with_groups(
+        &sale,
+        change,
+        vec![
+            group("fanclub", Membership::List, opens),
+            group("card", gold, opens),
+        ],
+        t0,
+    )
+    .await;
+    let fanclub = sale.event.group_line(&GroupName::parse("fanclub").unwrap());
+    let card = sale.event.group_line(&GroupName::parse("card").unwrap());
+    let fans: Vec<CustomerId> = (0..5).map(|n| person(&format!("fan-{n}"))).collect();
+    sale.records
+        .import_members(&fanclub, &fans)
+        .await
+        .expect("import");
+
+    // Before the opening everyone joins their line's pre-queue. `fan-0` also has the card: the
+    // first group that counts a customer is theirs.
+    let mut line_of = BTreeMap::new();
+    for fan in &fans {
+        let claims: &[(&str, &str)] = if fan.as_str() == "fan-0" {
+            &[("tier", "gold")]
+        } else {
+            &[]
+        };
+        let answer = join_as(&sale, fan, claims).await;
+        assert_eq!(answer["group"], "fanclub", "{answer}");
+        assert!(answer["queueId"].as_str().unwrap().starts_with("fanclub."));
+        line_of.insert(fan.to_string(), "fanclub");
+    }
+    for n in 0..4 {
+        let holder = person(&format!("card-{n}"));
+        let answer = join_as(&sale, &holder, &[("tier", "[silver gold]")]).await;
+        assert_eq!(answer["group"], "card", "{answer}");
+        line_of.insert(holder.to_string(), "card");
+    }
+    for n in 0..10 {
+        let everyone = person(&format!("general-{n}"));
+        let answer = join_as(&sale, &everyone, &[("tier", "silver")]).await;
+        assert!(answer.get("group").is_none(), "{answer}");
+        assert!(answer["entrant"].is_string(), "in the pre-queue: {answer}");
+        line_of.insert(everyone.to_string(), "general");
+    }
+
+    // A group's opening is fixed once its pre-queue has entrants (ADR 0023, per line): moving
+    // it is refused, and nothing changes.
+    let admin = EventAdmin::new(&sale.queue, &sale.records, "test");
+    let mut moved = admin
+        .groups(&sale.event)
+        .await
+        .unwrap()
+        .iter()
+        .cloned()
+        .collect::<Vec<_>>();
+    moved[0].opens_at = opens + Duration::from_secs(600);
+    let refused = admin
+        .set_groups(
+            &sale.event,
+            PriorityGroups::new(moved).unwrap(),
+            "group-set",
+            t0,
+        )
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(lineup_cli::event_admin::AdminError::OpeningFixed { .. })
+        ),
+        "{refused:?}"
+    );
+    let kept = admin
+        .groups(&sale.event)
+        .await
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap()
+        .opens_at;
+    assert_eq!(
+        unix_millis(kept),
+        unix_millis(opens),
+        "stored to the millisecond"
+    );
+
+    // What each line's status shows before the opening: the draw's commitment, kept to check
+    // the draw against.
+    let admission = Admission::new(sale.queue.clone()).await;
+    let lines = [sale.event.clone(), card.clone(), fanclub.clone()];
+    let mut committed = BTreeMap::new();
+    for line in &lines {
+        admission.tick(line, t0).await;
+        let shown = status(&sale, line).await;
+        assert_eq!(shown["state"], "pre_queue", "{shown}");
+        committed.insert(line.to_string(), shown["draw"]["commitment"].clone());
+    }
+    assert_eq!(
+        status(&sale, &sale.event).await["groups"]["order"],
+        serde_json::json!(["fanclub", "card", "general"])
+    );
+
+    // From the opening, the lines are ticked each second, the event's own first and the first
+    // group last (the order must not matter), at 3 admissions a second for the whole event.
+    let mut round_of: BTreeMap<String, usize> = BTreeMap::new();
+    let mut served_shown = Vec::new();
+    for round in 0..30 {
+        let now = opens + Duration::from_secs(1 + round as u64);
+        for line in &lines {
+            admission.tick(line, now).await;
+        }
+        for customer in offered(&sale.event).await {
+            round_of.entry(customer).or_insert(round);
+        }
+        served_shown.push(
+            status(&sale, &sale.event).await["groups"]["serving"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        if round_of.len() == line_of.len() {
+            break;
+        }
+    }
+    assert_eq!(round_of.len(), 19, "everyone called: {round_of:?}");
+    let rounds = |line: &str| -> Vec<usize> {
+        line_of
+            .iter()
+            .filter(|(_, l)| **l == line)
+            .map(|(customer, _)| round_of[customer])
+            .collect()
+    };
+    let (fan_rounds, card_rounds, general_rounds) =
+        (rounds("fanclub"), rounds("card"), rounds("general"));
+    assert!(
+        fan_rounds.iter().max() < card_rounds.iter().min(),
+        "every fan before any card holder: {fan_rounds:?} {card_rounds:?}"
+    );
+    assert!(
+        card_rounds.iter().max() < general_rounds.iter().min(),
+        "every card holder before anyone else: {card_rounds:?} {general_rounds:?}"
+    );
+    // The rate is the event's: never more than 3 called in one round, over all lines.
+    let mut per_round = BTreeMap::new();
+    for round in round_of.values() {
+        *per_round.entry(*round).or_insert(0) += 1;
+    }
+    assert!(
+        per_round.values().all(|called| *called <= 3),
+        "{per_round:?}"
+    );
+    // The public status said which group was served.
+    assert_eq!(served_shown.first().map(String::as_str), Some("fanclub"));
+    assert!(served_shown.iter().any(|served| served == "card"));
+    assert_eq!(served_shown.last().map(String::as_str), Some("general"));
+
+    // Each line's draw, as any outsider checks it from the public routes.
+    let base = serve_public_routes(lineup_tests::public_api(sale.records.clone())).await;
+    for line in &lines {
+        let outcome = verify_draw::run(&VerifyDrawArgs {
+            event: line.to_string(),
+            base: base.clone(),
+            commitment: committed[&line.to_string()].as_str().map(str::to_owned),
+            chunks_per_second: 1_000,
+        })
+        .await;
+        assert_eq!(
+            Verdict::of(&outcome),
+            Verdict::ChecksOut,
+            "{line}: {outcome:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn one_ticket_limit_spans_the_presale_and_the_general_sale() {
+    let sale = OnSale::with_seats(10).await;
+    let t0 = sale.clock.now();
+    let change = SettingsChange {
+        opens_at: Some(OpensAt::At(t0 - Duration::from_secs(60))),
+        ticket_limit: Some(4),
+        ..Default::default()
+    };
+    let presale = PriorityGroup {
+        closes_at: Some(t0 + Duration::from_secs(30)),
+        ..group("fanclub", Membership::List, t0 - Duration::from_secs(60))
+    };
+    open_with_groups(&sale, change, vec![presale], t0).await;
+    let fanclub = sale.event.group_line(&GroupName::parse("fanclub").unwrap());
+    let fan = person("fan-limit");
+    sale.records
+        .import_members(&fanclub, std::slice::from_ref(&fan))
+        .await
+        .expect("import");
+    let admission = Admission::new(sale.queue.clone()).await;
+
+    // In the presale: admitted from the group's line, buys 3 seats.
+    let joined = join_as(&sale, &fan, &[]).await;
+    assert_eq!(joined["group"], "fanclub", "{joined}");
+    let ticket = joined["queueId"].as_str().unwrap().to_owned();
+    admission.tick(&fanclub, t0).await;
+    let token = claim(&sale, &fan, &ticket).await;
+    let held = sale.hold(&fan, &token, &[seat(1), seat(2), seat(3)]).await;
+    assert_eq!(held.status().as_u16(), 201, "{}", body(&held));
+    let order = body(&held);
+    let paid = sale
+        .pay(
+            order["orderId"].as_str().unwrap(),
+            order["amount"].as_i64().unwrap(),
+        )
+        .await;
+    assert!(paid.status().is_success(), "{}", body(&paid));
+
+    // The presale's window ends: the same customer joins the general sale, and is admitted.
+    sale.clock.advance(Duration::from_secs(31));
+    let now = sale.clock.now();
+    let joined = join_as(&sale, &fan, &[]).await;
+    assert!(joined.get("group").is_none(), "the general line: {joined}");
+    let ticket = joined["queueId"].as_str().unwrap().to_owned();
+    // The general line's ticket opens nothing in the group's line, nor the other way round.
+    let moved = format!("fanclub.{ticket}");
+    let refused = poll::handle(
+        &sale.queue_api,
+        lineup_tests::poll_request(&sale.event, &fan, &moved),
+    )
+    .await;
+    assert_eq!(refused.status().as_u16(), 404, "{}", body(&refused));
+    admission.tick(&sale.event, now).await;
+    let token = claim(&sale, &fan, &ticket).await;
+
+    // 3 bought in the presale + 2 more is past the event's 4: refused, nothing held.
+    let before = sale.seats().await;
+    let over = sale.hold(&fan, &token, &[seat(4), seat(5)]).await;
+    assert_eq!(over.status().as_u16(), 409, "{}", body(&over));
+    assert_eq!(error_code(&over), "ticket_limit_reached");
+    assert_eq!(sale.seats().await, before, "nothing held");
+    let within = sale.hold(&fan, &token, &[seat(4)]).await;
+    assert_eq!(within.status().as_u16(), 201, "{}", body(&within));
+}
+
+/// Polls with `ticket` until admitted (one poll: the caller was just admitted); the token.
+async fn claim(sale: &OnSale, customer: &CustomerId, ticket: &str) -> String {
+    let response = poll::handle(
+        &sale.queue_api,
+        lineup_tests::poll_request(&sale.event, customer, ticket),
+    )
+    .await;
+    let answer = body(&response);
+    assert_eq!(answer["status"], "admitted", "{answer}");
+    answer["accessToken"].as_str().unwrap().to_owned()
+}
+
+/// Deletes every key of `event` (its lines' too) from the shared Redis, as a cache loss would.
+async fn lose_the_cache_of(event: &EventId) {
+    let mut redis = lineup_tests::redis().await;
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{{ev:{event}}}*"))
+        .query_async(&mut redis)
+        .await
+        .expect("KEYS");
+    let _: i64 = redis::cmd("DEL")
+        .arg(&keys)
+        .query_async(&mut redis)
+        .await
+        .expect("DEL");
+}
+
+#[tokio::test]
+async fn after_a_cache_loss_the_general_line_waits_until_the_presales_members_are_back() {
+    let sale = OnSale::with_seats(0).await;
+    let t0 = sale.clock.now();
+    let change = SettingsChange {
+        opens_at: Some(OpensAt::At(t0 - Duration::from_secs(60))),
+        rate: Some(1),
+        ..Default::default()
+    };
+    let opened = t0 - Duration::from_secs(60);
+    open_with_groups(
+        &sale,
+        change,
+        vec![group("fanclub", Membership::List, opened)],
+        t0,
+    )
+    .await;
+    let fanclub = sale.event.group_line(&GroupName::parse("fanclub").unwrap());
+    let fans: Vec<CustomerId> = (0..3).map(|n| person(&format!("fan-{n}"))).collect();
+    sale.records
+        .import_members(&fanclub, &fans)
+        .await
+        .expect("import");
+    let mut tickets = BTreeMap::new();
+    for fan in &fans {
+        let answer = join_as(&sale, fan, &[]).await;
+        tickets.insert(
+            fan.to_string(),
+            answer["queueId"].as_str().unwrap().to_owned(),
+        );
+    }
+    let everyone: Vec<CustomerId> = (0..3).map(|n| person(&format!("general-{n}"))).collect();
+    for customer in &everyone {
+        let answer = join_as(&sale, customer, &[]).await;
+        tickets.insert(
+            customer.to_string(),
+            answer["queueId"].as_str().unwrap().to_owned(),
+        );
+    }
+    let admission = Admission::new(sale.queue.clone()).await;
+    // One fan called (1 a second), two still waiting, when the cache is lost.
+    admission.tick(&fanclub, t0).await;
+    assert_eq!(offered(&sale.event).await.len(), 1);
+    lose_the_cache_of(&sale.event).await;
+
+    // The admitter restores both lines from their records; nobody has come back yet. For a
+    // long while (the fan club's restore frontier short of the numbers it had handed out) the
+    // general line calls nobody.
+    let mut now = t0 + Duration::from_secs(1);
+    for _ in 0..30 {
+        admission.tick(&sale.event, now).await;
+        admission.tick(&fanclub, now).await;
+        now += Duration::from_secs(1);
+    }
+    let called = offered(&sale.event).await;
+    assert!(
+        called
+            .iter()
+            .all(|customer| !customer.starts_with("general")),
+        "the general line waited: {called:?}"
+    );
+    assert_eq!(
+        status(&sale, &sale.event).await["groups"]["serving"],
+        "fanclub"
+    );
+
+    // Everyone comes back with their tickets, the general line first; the fans are called
+    // before anyone else.
+    sale.clock.advance(now.duration_since(t0).unwrap());
+    for fan in everyone.iter().chain(&fans) {
+        let response = poll::handle(
+            &sale.queue_api,
+            lineup_tests::poll_request(&sale.event, fan, &tickets[fan.as_str()]),
+        )
+        .await;
+        assert!(response.status().is_success(), "{}", body(&response));
+    }
+    let mut round_of: BTreeMap<String, usize> = BTreeMap::new();
+    for round in 0..600 {
+        admission.tick(&sale.event, now).await;
+        admission.tick(&fanclub, now).await;
+        for customer in offered(&sale.event).await {
+            round_of.entry(customer).or_insert(round);
+        }
+        if everyone.iter().all(|c| round_of.contains_key(c.as_str())) {
+            break;
+        }
+        now += Duration::from_secs(1);
+    }
+    let last_fan = fans.iter().filter_map(|f| round_of.get(f.as_str())).max();
+    let first_general = everyone
+        .iter()
+        .filter_map(|c| round_of.get(c.as_str()))
+        .min();
+    assert!(
+        last_fan.is_some() && first_general.is_some() && last_fan < first_general,
+        "every fan before anyone else: {round_of:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_presale_code_puts_its_holder_in_the_groups_line_and_lets_nobody_else_in_with_it() {
+    use lineup::adapters::dynamo::access_codes::DynamoAccessCodes;
+    use lineup::application::ports::access_codes::AccessCodeBook;
+    use lineup::domain::access_code::{AccessCode, CodeTerms};
+
+    let sale = OnSale::with_seats(0).await;
+    let t0 = sale.clock.now();
+    let opened = t0 - Duration::from_secs(60);
+    let change = SettingsChange {
+        opens_at: Some(OpensAt::At(opened)),
+        ..Default::default()
+    };
+    open_with_groups(
+        &sale,
+        change,
+        vec![group("insiders", Membership::Code, opened)],
+        t0,
+    )
+    .await;
+    let code = AccessCode::generate();
+    let terms = CodeTerms {
+        uses: 1,
+        expires_at: None,
+        group: GroupName::parse("insiders").ok(),
+    };
+    DynamoAccessCodes::in_events_table(&sale.records)
+        .create(
+            &sale.event,
+            std::slice::from_ref(&code),
+            &terms,
+            SystemTime::now(),
+        )
+        .await
+        .expect("create the code");
+
+    // Its holder joins the group's line; without a code, anyone joins the event's own.
+    let join_with = |who: CustomerId, code: Option<String>| {
+        let sale = &sale;
+        async move {
+            let mut event = retarget(&sample("join.json"), &sale.event, Some(&who), None);
+            if let Some(code) = code {
+                event["body"] = serde_json::json!({ "code": code }).to_string().into();
+            }
+            join::handle(&sale.queue_api, request(&event)).await
+        }
+    };
+    let holder = join_with(person("insider"), Some(code.to_string())).await;
+    assert_eq!(holder.status().as_u16(), 201, "{}", body(&holder));
+    assert_eq!(body(&holder)["group"], "insiders");
+    let plain = join_with(person("plain"), None).await;
+    assert!(body(&plain).get("group").is_none(), "{}", body(&plain));
+
+    // The single-use code passed on: refused, and nothing of the second account is stored.
+    let before = lineup_tests::snapshot(&sale.event).await;
+    let passed_on = join_with(person("friend"), Some(code.to_string())).await;
+    assert_eq!(passed_on.status().as_u16(), 403, "{}", body(&passed_on));
+    assert_eq!(error_code(&passed_on), "code_invalid");
+    assert_eq!(lineup_tests::snapshot(&sale.event).await, before);
+}
