@@ -761,8 +761,16 @@ async fn a_priority_groups_line_runs_as_the_functions_users() {
     // expire: the sold-out closing closes the group's line with the event.
     let expire = redis.queue_as("ExpireFunction").await;
     assert!(expire.close(&event, ClosedReason::SoldOut).await.unwrap());
-    let settings = redis.admin.settings(&line).await.unwrap().expect("the line");
-    assert_eq!(settings.state, lineup::domain::event_settings::QueueState::Closed);
+    let settings = redis
+        .admin
+        .settings(&line)
+        .await
+        .unwrap()
+        .expect("the line");
+    assert_eq!(
+        settings.state,
+        lineup::domain::event_settings::QueueState::Closed
+    );
 
     // Hold and confirm keep off the lines' keys.
     let keys = EventKeys::new(&line);

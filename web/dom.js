@@ -6,7 +6,7 @@ export const el = {
   eventName: $('event-name'), eventMeta: $('event-meta'), message: $('message'),
   customer: $('customer'), customerHint: $('customer-hint'),
   queueHeading: $('queue-heading'), status: $('status'), statusText: $('status-text'),
-  position: $('position'), eta: $('eta'), progressWrap: $('progress-wrap'), progress: $('progress'),
+  position: $('position'), eta: $('eta'), line: $('line'), progressWrap: $('progress-wrap'), progress: $('progress'),
   join: $('join'), leave: $('leave'),
   seats: $('seats'), seatsHeading: $('seats-heading'), seatmap: $('seatmap'), overview: $('overview'),
   sectionView: $('section-view'), sectionHeading: $('section-heading'), sectionAvailability: $('section-availability'),

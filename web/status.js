@@ -11,6 +11,7 @@
 // fails (429, 5xx, no answer) is retried with exponential backoff and jitter, never replaced by a
 // poll of the origin: only a chunk that does not list us sends us to the server.
 
+import { describeLines, issuedAt, lineId } from './lines.js';
 import { DEFAULT_POLL_S, MAX_STATUS_READ_S } from './config.js';
 import { el } from './dom.js';
 import { describeEta } from './format.js';
@@ -168,7 +169,7 @@ const saleOver = (status) => ['closed', 'sold_out', 'cancelled'].includes(status
 function restoreToAnswer(status) {
   const restoredAt = status.restoredAt;
   if (typeof restoredAt !== 'string' || restoredAt === state.restoreAnswered) return false;
-  const issued = Number(String(state.queueId).split('.')[1]); // <number>.<issued ms>.<mac>
+  const issued = issuedAt(state.queueId); // [<group>.]<number>.<issued ms>.<mac>
   const restored = Date.parse(restoredAt);
   return !(Number.isFinite(issued) && Number.isFinite(restored)) || issued < restored;
 }
@@ -178,7 +179,8 @@ export async function readStatus() {
   if (state.phase !== 'waiting' || !state.queueId) return;
   let status;
   try {
-    const response = await fetch(`/events/${enc(state.eventId)}/status`, { headers: { Accept: 'application/json' } });
+    const line = lineId(state.eventId, state.queueId); // the event's, or our presale group's
+    const response = await fetch(`/events/${enc(line)}/status`, { headers: { Accept: 'application/json' } });
     if (response.status !== 200) {
       // 429 (the WAF's per-IP limit, API Gateway's throttle), 5xx, a 404 while the event is
       // being set up: the same status again, later and later.
@@ -198,6 +200,7 @@ export async function readStatus() {
   }
   statusFailures = 0;
   if (state.phase !== 'waiting') return;
+  el.line.textContent = describeLines(status, state.queueId);
   if (el.message.dataset.kind === 'error') clearNotice();
   if (restoreToAnswer(status)) {
     state.restoreAnswered = status.restoredAt;
@@ -275,7 +278,7 @@ async function findNumber(prefixLength) {
   if (state.phase !== 'waiting' || !entrant) return;
   let chunk;
   try {
-    const response = await fetch(`/events/${enc(state.eventId)}/draw/${enc(entrant.slice(0, prefixLength))}`,
+    const response = await fetch(`/events/${enc(lineId(state.eventId, state.queueId))}/draw/${enc(entrant.slice(0, prefixLength))}`,
       { headers: { Accept: 'application/json' } });
     if (response.status !== 200) {
       retryChunk(prefixLength, retryAfterOf(response));

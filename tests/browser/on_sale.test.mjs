@@ -26,6 +26,10 @@
 //   g. Gina joins an event that asks for a proof-of-work (`--challenge-difficulty 14`): the bare
 //      join is refused with 403 challenge_required and a challenge; her page solves it in a Web
 //      Worker and joins again with the proof (201), then shows her number.
+//   i. Ivy, imported into an event's fan club presale group, joins: she solves the challenge,
+//      her answer and ticket name her group's line, her page reads that line's status and says
+//      she is in the fan club's line, which line is served now, and (from a status whose pace
+//      says the seats will be gone first) that the sale is likely sold out before her turn.
 //   h. Hana joins an event for holders of an access code (`--code-required true`, codes from
 //      `lineup event codes create`): the bare join is refused with 403 code_required and her page
 //      shows the code field; a wrong code is refused (403 code_invalid) and the field stays; her
@@ -37,7 +41,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -716,6 +720,83 @@ test('access code in the browser: asked for, a wrong one refused, her own joins'
       assert.equal(answers.at(-1).status, 201, JSON.stringify(answers.at(-1).body));
       assert.equal(answers.at(-1).sent.code, typed);
       await shot(hana.page, '15-hana-joined-with-her-code.png');
+    });
+    for (const person of people) {
+      assert.deepEqual(person.errors, [], `${person.name}'s page threw: ${person.errors.join('; ')}`);
+    }
+  } finally {
+    await browser.close();
+  }
+});
+
+test('who gets in, in the browser: a presale member solves the challenge, waits in her group\'s line, is told it is likely sold out', { timeout: 300_000 }, async () => {
+  const info = await devInfo();
+  await mkdir(SHOTS, { recursive: true });
+  const event = `presale-${suffix()}`;
+  const ivyName = `ivy-${suffix()}`;
+  await lineup(info, ['seed', '--event', event, '--seats', '20']);
+  await lineup(info, ['event', 'open', event, '--challenge-difficulty', '14']);
+  await lineup(info, ['event', 'group', 'add', '--event', event, '--group', 'fanclub', '--members', 'list']);
+  const members = path.join(SHOTS, `${event}-members.txt`);
+  await writeFile(members, `${ivyName}\n`);
+  await lineup(info, ['event', 'group', 'import', '--event', event, '--group', 'fanclub', members]);
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const people = [];
+  try {
+    const ivy = await customer(browser, ivyName, PHONE, people);
+    // Her line's status as the CDN serves it, with the pace of a sale about to sell out (20
+    // seats left, 40 shoppers holding 2 seats each) and her number not called yet: what the
+    // page makes of it is under test here; the forecast itself is the simulation's
+    // (BENCHMARKS §14).
+    const lineStatus = [];
+    await ivy.page.route(`**/events/${event}.fanclub/status`, async (route) => {
+      const response = await route.fetch();
+      const status = await response.json();
+      lineStatus.push(status);
+      await route.fulfill({
+        response,
+        json: {
+          ...status,
+          state: 'open',
+          servingUpTo: 0,
+          seatsLeft: 20,
+          pace: {
+            admitsPerSecond: 1, maxActive: 40, slotsFree: 0, slotsInUse: 40, slotSeconds: 120,
+            sustainedAdmitsPerSecond: 0.33, numbersPerAdmission: 1, noShowShare: 0.1, seatsPerAdmission: 2,
+          },
+        },
+      });
+    });
+    const answers = [];
+    ivy.page.on('response', async (r) => {
+      if (isApi(r, 'POST', /\/events\/[^/]+\/queue$/)) {
+        answers.push({ status: r.status(), body: await r.json().catch(() => null) });
+      }
+    });
+    await step(ivy, 'Ivy joins: the challenge solved, in the fan club\'s line, told which line is served and that it is likely sold out', async () => {
+      await ivy.page.goto(`${BASE}/?customer=${encodeURIComponent(ivy.name)}&event=${encodeURIComponent(event)}`, { timeout: STEP_MS });
+      await waitText(ivy.page, '#event-name', event, STEP_MS);
+      await ivy.page.click('#join');
+      await ivy.page.waitForSelector('#position[data-number]', { timeout: STEP_MS });
+      assert.equal(answers[0].status, 403);
+      assert.equal(answers[0].body.error.code, 'challenge_required');
+      const joined = answers.at(-1);
+      assert.equal(joined.status, 201, JSON.stringify(joined.body));
+      assert.equal(joined.body.group, 'fanclub', 'her line is the fan club\'s');
+      assert.match(joined.body.queueId, /^fanclub\./, 'her ticket names the line');
+      await ivy.page.waitForFunction(() => document.getElementById('eta').dataset.likelySoldOut === 'true',
+        null, { timeout: STEP_MS });
+      assert.match(await ivy.page.textContent('#eta'), /Likely sold out before your turn/);
+      assert.match(await ivy.page.textContent('#line'),
+        /You are in the fanclub presale line.*Now serving: the fanclub presale\./);
+      assert.ok(lineStatus.length > 0, 'the page read her line\'s status, not the event\'s');
+      assert.deepEqual(lineStatus[0].groups?.order, ['fanclub', 'general']);
+      await shot(ivy.page, '16-ivy-presale-likely-sold-out.png', { fullPage: true });
     });
     for (const person of people) {
       assert.deepEqual(person.errors, [], `${person.name}'s page threw: ${person.errors.join('; ')}`);

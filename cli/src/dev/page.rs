@@ -137,6 +137,12 @@ pub const ASSETS: &[Asset] = &[
         content_type: "text/javascript; charset=utf-8",
         body: include_bytes!("../../../web/pow.js"),
     },
+    // Priority groups: the line a customer waits in, and the one served.
+    Asset {
+        path: "/lines.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/lines.js"),
+    },
     // The join's access code field.
     Asset {
         path: "/access_code.js",
