@@ -538,19 +538,5 @@ async fn a_presale_code_puts_its_holder_in_the_groups_line_and_lets_nobody_else_
 /// status and draw paths, the issue time whatever the line, what the page says is served.
 #[test]
 fn the_pages_lines_pass_their_node_test() {
-    let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ is in the repository")
-        .to_owned();
-    let ran = std::process::Command::new("node")
-        .args(["--test", "tests/web/lines.test.mjs"])
-        .current_dir(&repository)
-        .output()
-        .unwrap_or_else(|error| panic!("cannot run node: {error}"));
-    let report = String::from_utf8_lossy(&ran.stdout);
-    assert!(
-        ran.status.success() && report.contains("# pass 3"),
-        "node --test tests/web/lines.test.mjs failed:\n{report}\n{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    lineup_tests::node_test_passes("tests/web/lines.test.mjs", 3);
 }

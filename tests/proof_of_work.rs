@@ -359,21 +359,5 @@ async fn a_difficulty_changes_live_and_survives_a_cache_loss() {
 /// SHA-256 and the nonce it finds is the first the server's rule accepts.
 #[test]
 fn the_pages_solver_passes_its_node_test() {
-    let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ is in the repository")
-        .to_owned();
-    let ran = std::process::Command::new("node")
-        .args(["--test", "tests/web/pow.test.mjs"])
-        .current_dir(&repository)
-        .output()
-        .unwrap_or_else(|error| {
-            panic!("cannot run node (the browser test's runtime, needed here too): {error}")
-        });
-    let report = String::from_utf8_lossy(&ran.stdout);
-    assert!(
-        ran.status.success() && report.contains("# pass 5"),
-        "node --test tests/web/pow.test.mjs failed:\n{report}\n{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    lineup_tests::node_test_passes("tests/web/pow.test.mjs", 5);
 }

@@ -78,11 +78,7 @@ test('on-sale in the browser: queue, seat map, a lost race for a seat, payment, 
   const info = await devInfo();
   await mkdir(SHOTS, { recursive: true });
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium();
   const people = [];
   try {
     // ------------------------------------------------------------------------------ a. Alice
@@ -304,11 +300,7 @@ test('best available in the browser: a 20,000-seat event, the sections first, on
   const target = layout.sections.at(-1);
   assert.ok(target.rows.length > ROWS_PER_PAGE, `${target.name} has more than one page of rows (${target.rows.length})`);
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium();
   const people = [];
   try {
     const dana = await customer(browser, `dana-${suffix()}`, DESKTOP, people);
@@ -439,11 +431,7 @@ test('pre-queue in the browser: the draw at opening, a reload that keeps the tic
   await lineup(info, ['seed', '--event', event, '--seats', '20']);
   await lineup(info, ['event', 'open', event, '--opens-at', `+${OPENS_IN_S}s`]);
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium();
   const people = [];
   try {
     const carol = await customer(browser, `carol-${suffix()}`, PHONE, people);
@@ -524,11 +512,7 @@ test('pre-queue behind a failing CDN: the status and the chunk read again after 
   await lineup(info, ['seed', '--event', event, '--seats', '20']);
   await lineup(info, ['event', 'open', event, '--opens-at', `+${OPENS_IN_S}s`]);
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium();
   const people = [];
   try {
     const erin = await customer(browser, `erin-${suffix()}`, PHONE, people);
@@ -627,11 +611,7 @@ test('bot challenge in the browser: a bare join refused with a challenge, solved
   await lineup(info, ['seed', '--event', event, '--seats', '20']);
   await lineup(info, ['event', 'open', event, '--challenge-difficulty', '14']);
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium();
   const people = [];
   try {
     const gina = await customer(browser, `gina-${suffix()}`, PHONE, people);
@@ -677,11 +657,7 @@ test('access code in the browser: asked for, a wrong one refused, her own joins'
   // The second code's holder has not come: Hana types someone else's, then her own.
   const [hers, wrong] = [codes[0], 'ZZZZ-ZZZZ-ZZZZ-ZZZZ'];
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium();
   const people = [];
   try {
     const hana = await customer(browser, `hana-${suffix()}`, PHONE, people);
@@ -741,11 +717,7 @@ test('who gets in, in the browser: a presale member solves the challenge, waits 
   await writeFile(members, `${ivyName}\n`);
   await lineup(info, ['event', 'group', 'import', '--event', event, '--group', 'fanclub', members]);
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium();
   const people = [];
   try {
     const ivy = await customer(browser, ivyName, PHONE, people);
@@ -807,6 +779,15 @@ test('who gets in, in the browser: a presale member solves the challenge, waits 
 });
 
 // ------------------------------------------------------------------------------------ helpers
+
+/** Debian's Chromium, headless, quiet (no background traffic to count against the page's). */
+function launchChromium() {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
 
 /** Runs the `lineup` binary against the dev server's own stack (from /dev/info); its stdout. */
 async function lineup(info, args) {

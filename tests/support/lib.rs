@@ -592,3 +592,25 @@ pub fn logs() {
             .try_init();
     });
 }
+
+/// Runs `node --test <file>` (a path from the repository's root: a test of the page's or the
+/// edge's JavaScript) and fails unless exactly `passes` tests pass.
+pub fn node_test_passes(file: &str, passes: usize) {
+    let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is in the repository")
+        .to_owned();
+    let ran = std::process::Command::new("node")
+        .args(["--test", file])
+        .current_dir(&repository)
+        .output()
+        .unwrap_or_else(|error| {
+            panic!("cannot run node (the browser test's runtime, needed here too): {error}")
+        });
+    let report = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        ran.status.success() && report.contains(&format!("# pass {passes}\n")),
+        "node --test {file} failed:\n{report}\n{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+}

@@ -25,7 +25,6 @@ use crate::domain::event_settings::EventSettings;
 use crate::domain::ids::GroupName;
 use crate::domain::ids::{CustomerId, EventId};
 use crate::domain::proof_of_work::ChallengeDifficulty;
-use crate::domain::signing::SigningKey;
 
 use super::admit::{customer, secs, t0, World};
 
@@ -40,13 +39,9 @@ impl Joining {
         let world = World::new();
         let codes = Arc::new(MemoryAccessCodes::new());
         let api = QueueApi {
-            line: world.queue.clone(),
-            restorer: Arc::new(world.another_restorer()),
-            key: SigningKey::new(vec![3u8; 32]).unwrap().into(),
-            clock: Arc::new(FixedClock::at(t0())),
-            required_claim: None,
             challenge_exempt_claim: Some("pow_exempt".to_owned()),
             access_codes: codes.clone(),
+            ..world.queue_api(Arc::new(FixedClock::at(t0())))
         };
         Self { world, codes, api }
     }

@@ -80,6 +80,27 @@ impl World {
         )
     }
 
+    /// What the join and poll handlers work with, over this world's queue and records, signing
+    /// with a fixed key, at `clock`'s time; no claim required, nobody exempt, no code known.
+    pub(super) fn queue_api(
+        &self,
+        clock: Arc<crate::domain::clock::FixedClock>,
+    ) -> crate::application::queue_api::QueueApi {
+        crate::application::queue_api::QueueApi {
+            line: self.queue.clone(),
+            restorer: Arc::new(self.another_restorer()),
+            key: crate::domain::signing::SigningKey::new(vec![3u8; 32])
+                .unwrap()
+                .into(),
+            clock,
+            required_claim: None,
+            challenge_exempt_claim: None,
+            access_codes: Arc::new(
+                crate::application::fakes::access_codes::MemoryAccessCodes::new(),
+            ),
+        }
+    }
+
     pub(super) fn now(&self) -> SystemTime {
         crate::domain::clock::Clock::now(&self.clock)
     }

@@ -13,7 +13,6 @@ use crate::domain::clock::FixedClock;
 use crate::domain::event_settings::EventSettings;
 use crate::domain::ids::{CustomerId, EventId, GroupName};
 use crate::domain::priority_group::{Membership, PriorityGroup, PriorityGroups};
-use crate::domain::signing::SigningKey;
 
 use super::admit::{customer, secs, t0, World};
 
@@ -77,17 +76,7 @@ impl Presale {
                 .await
                 .unwrap();
         }
-        let api = QueueApi {
-            line: world.queue.clone(),
-            restorer: Arc::new(world.another_restorer()),
-            key: SigningKey::new(vec![3u8; 32]).unwrap().into(),
-            clock: Arc::new(FixedClock::at(t0())),
-            required_claim: None,
-            challenge_exempt_claim: None,
-            access_codes: Arc::new(
-                crate::application::fakes::access_codes::MemoryAccessCodes::new(),
-            ),
-        };
+        let api = world.queue_api(Arc::new(FixedClock::at(t0())));
         Self {
             world,
             api,

@@ -16,7 +16,6 @@ use crate::domain::clock::FixedClock;
 use crate::domain::event_settings::EventSettings;
 use crate::domain::ids::{CustomerId, EventId};
 use crate::domain::proof_of_work::{self, ChallengeDifficulty, WINDOW};
-use crate::domain::signing::SigningKey;
 
 use super::admit::{customer, secs, t0, World};
 
@@ -33,15 +32,8 @@ impl Joining {
         let world = World::new();
         let clock = Arc::new(FixedClock::at(t0()));
         let api = QueueApi {
-            line: world.queue.clone(),
-            restorer: Arc::new(world.another_restorer()),
-            key: SigningKey::new(vec![3u8; 32]).unwrap().into(),
-            clock: clock.clone(),
-            required_claim: None,
             challenge_exempt_claim: Some("pow_exempt".to_owned()),
-            access_codes: Arc::new(
-                crate::application::fakes::access_codes::MemoryAccessCodes::new(),
-            ),
+            ..world.queue_api(clock.clone())
         };
         Self { world, clock, api }
     }
