@@ -31,6 +31,7 @@ fn group(name: &str, membership: Membership, opens_at: SystemTime) -> PriorityGr
         membership,
         opens_at,
         closes_at: None,
+        ticket_limit: None,
     }
 }
 
@@ -281,7 +282,8 @@ async fn a_presale_group_is_admitted_before_the_groups_behind_it_and_each_draw_c
 }
 
 #[tokio::test]
-async fn one_ticket_limit_spans_the_presale_and_the_general_sale() {
+async fn the_events_ticket_limit_spans_the_presale_and_the_general_sale_and_the_presales_own_binds_in_it(
+) {
     let sale = OnSale::with_seats(10).await;
     let t0 = sale.clock.now();
     let change = SettingsChange {
@@ -289,8 +291,10 @@ async fn one_ticket_limit_spans_the_presale_and_the_general_sale() {
         ticket_limit: Some(4),
         ..Default::default()
     };
+    // The presale's own limit: 3 a member, inside the event's 4.
     let presale = PriorityGroup {
         closes_at: Some(t0 + Duration::from_secs(30)),
+        ticket_limit: Some(3),
         ..group("fanclub", Membership::List, t0 - Duration::from_secs(60))
     };
     open_with_groups(&sale, change, vec![presale], t0).await;
@@ -302,12 +306,20 @@ async fn one_ticket_limit_spans_the_presale_and_the_general_sale() {
         .expect("import");
     let admission = Admission::new(sale.queue.clone()).await;
 
-    // In the presale: admitted from the group's line, buys 3 seats.
+    // In the presale: admitted from the group's line; 4 seats are past the presale's 3 (though
+    // within the event's 4), 3 are bought.
     let joined = join_as(&sale, &fan, &[]).await;
     assert_eq!(joined["group"], "fanclub", "{joined}");
     let ticket = joined["queueId"].as_str().unwrap().to_owned();
     admission.tick(&fanclub, t0).await;
     let token = claim(&sale, &fan, &ticket).await;
+    let before = sale.seats().await;
+    let over = sale
+        .hold(&fan, &token, &[seat(1), seat(2), seat(3), seat(4)])
+        .await;
+    assert_eq!(over.status().as_u16(), 409, "{}", body(&over));
+    assert_eq!(error_code(&over), "ticket_limit_reached");
+    assert_eq!(sale.seats().await, before, "nothing held");
     let held = sale.hold(&fan, &token, &[seat(1), seat(2), seat(3)]).await;
     assert_eq!(held.status().as_u16(), 201, "{}", body(&held));
     let order = body(&held);

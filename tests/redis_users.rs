@@ -719,6 +719,7 @@ async fn a_priority_groups_line_runs_as_the_functions_users() {
         membership: Membership::List,
         opens_at: now - Duration::from_secs(60),
         closes_at: None,
+        ticket_limit: None,
     }])
     .unwrap();
     admin

@@ -57,6 +57,13 @@ pub struct GroupArgs {
     /// The group takes members until the event closes.
     #[arg(long)]
     pub no_closes_at: bool,
+    /// At most this many seats per member bought while admitted through the group (on top of
+    /// the event's limit, which spans the presale and the general sale).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "no_ticket_limit")]
+    pub ticket_limit: Option<u32>,
+    /// The group has no limit of its own (the event's still applies).
+    #[arg(long)]
+    pub no_ticket_limit: bool,
     /// `add` only: put the new group just before this one (default: after every group).
     #[arg(long, value_parser = parse_group)]
     pub before: Option<GroupName>,
@@ -244,6 +251,7 @@ fn added(
         membership: args.members.clone().ok_or(GroupError::NoMembers)?,
         opens_at: args.opens_at.map_or(now, |at| at.resolve(now)),
         closes_at: args.closes_at.map(|at| at.resolve(now)),
+        ticket_limit: args.ticket_limit,
     };
     let mut groups: Vec<PriorityGroup> = current.iter().cloned().collect();
     let at = match &args.before {
@@ -290,6 +298,11 @@ fn changed(
                     (None, true) => None,
                     (None, false) => group.closes_at,
                 },
+                ticket_limit: match (args.ticket_limit, args.no_ticket_limit) {
+                    (Some(limit), _) => Some(limit),
+                    (None, true) => None,
+                    (None, false) => group.ticket_limit,
+                },
             }
         })
         .collect())
@@ -327,13 +340,18 @@ pub fn describe(event: &EventId, groups: &PriorityGroups) -> String {
                 ),
                 None => "takes members until the event closes".to_owned(),
             };
+            let limit = match group.ticket_limit {
+                Some(limit) => format!("at most {limit} tickets per member"),
+                None => "the event's ticket limit".to_owned(),
+            };
             format!(
-                "{}. {} ({}): opens at {}, {} — status /events/{}/status",
+                "{}. {} ({}): opens at {}, {}, {} — status /events/{}/status",
                 index + 1,
                 group.name,
                 group.membership.describe(),
                 humantime::format_rfc3339_seconds(group.opens_at),
                 window,
+                limit,
                 event.group_line(&group.name),
             )
         })

@@ -65,3 +65,27 @@ pub async fn line_for<'c>(
     }
     Ok(event.clone())
 }
+
+/// The ticket limit of the priority group whose line is `line` (`None`: the event's own line,
+/// or a group without a limit of its own): the access token of an admission from that line
+/// carries it.
+pub async fn group_ticket_limit(
+    api: &QueueApi,
+    line: &EventId,
+) -> Result<Option<u32>, LineupError> {
+    let Some(group) = line.group() else {
+        return Ok(None);
+    };
+    Ok(api
+        .restorer
+        .known
+        .record(&line.event())
+        .await?
+        .and_then(|record| {
+            record
+                .settings
+                .groups
+                .get(&group)
+                .and_then(|g| g.ticket_limit)
+        }))
+}

@@ -451,8 +451,18 @@ pub async fn check_admitted(
         }
         checked => checked?,
     };
-    registry
+    let live = registry
         .live_admission(event, caller, verified.expires_at, now)
         .await?
-        .ok_or_else(|| access_token::TokenRejection::Revoked.into())
+        .ok_or(access_token::TokenRejection::Revoked)?;
+    // A priority group's own limit (signed into the token by the line that admitted the
+    // customer) applies on top of the event's: the tighter of the two.
+    let ticket_limit = match (live.ticket_limit, verified.group_ticket_limit) {
+        (Some(event_limit), Some(group_limit)) => Some(event_limit.min(group_limit)),
+        (event_limit, group_limit) => event_limit.or(group_limit),
+    };
+    Ok(LiveAdmission {
+        ticket_limit,
+        ..live
+    })
 }

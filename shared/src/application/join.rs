@@ -21,13 +21,13 @@ use http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 
-use crate::application::group_line::{has_code_groups, line_for};
+use crate::application::group_line::{group_ticket_limit, has_code_groups, line_for};
 use crate::application::http::{request, response};
 use crate::application::queue_api::QueueApi;
 use std::time::{Duration, SystemTime};
 
 use crate::application::error::LineupError;
-use crate::application::ports::queue::Joined;
+use crate::application::ports::queue::{Joined, Standing};
 use crate::domain::access_code::{AccessCode, CodeShown};
 use crate::domain::ids::{CustomerId, EventId};
 use crate::domain::proof_of_work::{ProofOfWork, WorkShown};
@@ -96,7 +96,12 @@ async fn join(api: &QueueApi, request: &Request) -> Result<Response<Body>, Lineu
         }
         other => other?,
     };
-    let (body, retry_after) = api.describe(&line, &customer, None, &joined.standing, now);
+    let group_limit = match joined.standing {
+        Standing::Admitted { .. } => group_ticket_limit(api, &line).await?,
+        _ => None,
+    };
+    let (body, retry_after) =
+        api.describe(&line, &customer, None, &joined.standing, group_limit, now);
     tracing::info!(event = %event, line = %line, newly_queued = joined.newly_queued, "joined");
     let status = if joined.newly_queued {
         StatusCode::CREATED

@@ -10,6 +10,7 @@ use http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 
 use crate::application::error::LineupError;
+use crate::application::group_line::group_ticket_limit;
 use crate::application::http::{request, response};
 use crate::application::ports::queue::Standing;
 use crate::application::queue_api::QueueApi;
@@ -100,8 +101,18 @@ async fn poll(api: &QueueApi, request: &Request) -> Result<Response<Body>, Lineu
             TicketRestore::Nothing => return Err(LineupError::QueueEntryNotFound),
         },
     };
-    let (body, retry_after) =
-        api.describe(&event, &customer, Some((&queue_id, ticket)), &standing, now);
+    let group_limit = match standing {
+        Standing::Admitted { .. } => group_ticket_limit(api, &event).await?,
+        _ => None,
+    };
+    let (body, retry_after) = api.describe(
+        &event,
+        &customer,
+        Some((&queue_id, ticket)),
+        &standing,
+        group_limit,
+        now,
+    );
     Ok(response::json(StatusCode::OK, &body, retry_after))
 }
 

@@ -121,7 +121,9 @@ impl QueueApi {
     }
 
     /// The response body for a standing, and when the client should read the status again.
-    /// `event` is the line the customer waits in (the event's own, or a priority group's).
+    /// `event` is the line the customer waits in (the event's own, or a priority group's), and
+    /// `group_ticket_limit` that group's own ticket limit, signed into an admitted customer's
+    /// token (`group_line::group_ticket_limit`).
     /// `ticket` is the ticket the customer holds (`None`: a new one is issued at `now`); a
     /// waiting customer whose ticket does not state their number yet gets one that does.
     /// Admitted customers get their signed access token here.
@@ -131,6 +133,7 @@ impl QueueApi {
         customer: &CustomerId,
         ticket: Option<(&QueueId, QueueTicket)>,
         standing: &Standing,
+        group_ticket_limit: Option<u32>,
         now: SystemTime,
     ) -> (StandingBody, Option<std::time::Duration>) {
         let number = match standing {
@@ -202,11 +205,12 @@ impl QueueApi {
                     queue_id,
                     // For the event, whichever line admitted the customer: its holds and its
                     // ticket limit are the event's.
-                    access_token: access_token::issue(
+                    access_token: access_token::issue_in_group(
                         &self.key.current(),
                         &event.event(),
                         customer,
                         *expires_at,
+                        group_ticket_limit,
                     ),
                     expires_at: rfc3339(*expires_at),
                 };

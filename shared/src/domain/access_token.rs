@@ -65,6 +65,10 @@ struct Claims {
     q: String,
     /// expiry of the admission, Unix milliseconds; also the admission's score in the active set
     x: u64,
+    /// the ticket limit of the priority group whose line admitted the customer, if it has one
+    /// (docs/decisions/0031-priority-groups.md); absent: only the event's limit
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    l: Option<u32>,
 }
 
 /// A token whose signature, event, customer and expiry have been checked.
@@ -76,6 +80,9 @@ pub struct VerifiedToken {
     pub customer: CustomerId,
     /// When the admission ends: also what identifies it in the active set.
     pub expires_at: SystemTime,
+    /// The ticket limit of the priority group that admitted the customer (`None`: the event's
+    /// limit alone applies).
+    pub group_ticket_limit: Option<u32>,
 }
 
 /// Signs a token for `customer`'s admission to `event`, valid until `expires_at`.
@@ -85,11 +92,24 @@ pub fn issue(
     customer: &CustomerId,
     expires_at: SystemTime,
 ) -> String {
+    issue_in_group(key, event, customer, expires_at, None)
+}
+
+/// [`issue`], for an admission from a priority group's line whose own ticket limit is
+/// `group_ticket_limit`: the hold path applies it on top of the event's.
+pub fn issue_in_group(
+    key: &SigningKey,
+    event: &EventId,
+    customer: &CustomerId,
+    expires_at: SystemTime,
+    group_ticket_limit: Option<u32>,
+) -> String {
     let claims = Claims {
         e: event.as_str().to_owned(),
         c: customer.as_str().to_owned(),
         q: key.queue_id(event, customer).as_str().to_owned(),
         x: unix_millis(expires_at),
+        l: group_ticket_limit,
     };
     let payload = URL_SAFE_NO_PAD.encode(
         serde_json::to_vec(&claims).expect("claims of plain strings and numbers always serialise"),
@@ -149,6 +169,7 @@ pub fn verify(
         event: event.clone(),
         customer: caller.clone(),
         expires_at,
+        group_ticket_limit: claims.l,
     })
 }
 
@@ -164,6 +185,33 @@ mod tests {
 
     fn ring(byte: u8) -> KeyRing<SigningKey> {
         KeyRing::single(key(byte))
+    }
+
+    #[test]
+    fn a_groups_ticket_limit_rides_in_the_signed_token() {
+        let now = SystemTime::now();
+        let event = EventId::parse("ev").unwrap();
+        let alice = CustomerId::parse("alice").unwrap();
+        let until = now + Duration::from_secs(60);
+        let limited = issue_in_group(&key(1), &event, &alice, until, Some(2));
+        let verified = verify(&ring(1), &limited, &event, &alice, now).unwrap();
+        assert_eq!(verified.group_ticket_limit, Some(2));
+        let plain = issue(&key(1), &event, &alice, until);
+        assert_eq!(
+            verify(&ring(1), &plain, &event, &alice, now)
+                .unwrap()
+                .group_ticket_limit,
+            None
+        );
+        // Lifting the limit by editing the claims breaks the signature.
+        let parts: Vec<&str> = limited.split('.').collect();
+        let claims = String::from_utf8(URL_SAFE_NO_PAD.decode(parts[2]).unwrap()).unwrap();
+        let lifted = URL_SAFE_NO_PAD.encode(claims.replace(",\"l\":2", ""));
+        let forged = format!("{}.{}.{}.{}", parts[0], parts[1], lifted, parts[3]);
+        assert_eq!(
+            verify(&ring(1), &forged, &event, &alice, now),
+            Err(TokenRejection::BadSignature)
+        );
     }
 
     #[test]
@@ -283,6 +331,7 @@ mod tests {
             c: "alice".into(),
             q: key(1).queue_id(&event, &alice).as_str().to_owned(),
             x: unix_millis(now + Duration::from_secs(60)),
+            l: None,
         };
         let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).unwrap());
         let signature = URL_SAFE_NO_PAD.encode(key(1).mac(LEGACY_PURPOSE, &[payload.as_bytes()]));

@@ -97,6 +97,10 @@ pub struct PriorityGroup {
     /// From this time its line takes nobody new (members then join the lines behind it); those
     /// already in it keep their place and their priority. `None`: open until the event closes.
     pub closes_at: Option<SystemTime>,
+    /// At most this many seats per member bought while admitted through the group's line
+    /// (a presale's own limit, on top of the event's, which spans every line); `None`: the
+    /// event's limit alone.
+    pub ticket_limit: Option<u32>,
 }
 
 impl PriorityGroup {
@@ -211,6 +215,8 @@ struct StoredGroup {
     opens_at_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     closes_at_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ticket_limit: Option<u32>,
 }
 
 impl From<&PriorityGroup> for StoredGroup {
@@ -220,6 +226,7 @@ impl From<&PriorityGroup> for StoredGroup {
             membership: group.membership.describe(),
             opens_at_ms: unix_millis(group.opens_at),
             closes_at_ms: group.closes_at.map(unix_millis),
+            ticket_limit: group.ticket_limit,
         }
     }
 }
@@ -232,6 +239,7 @@ impl TryFrom<StoredGroup> for PriorityGroup {
             membership: Membership::parse(&stored.membership).ok_or(())?,
             opens_at: from_unix_millis(stored.opens_at_ms),
             closes_at: stored.closes_at_ms.map(from_unix_millis),
+            ticket_limit: stored.ticket_limit.filter(|limit| *limit > 0),
         })
     }
 }
@@ -251,6 +259,7 @@ mod tests {
             membership,
             opens_at: at(0),
             closes_at: Some(at(3_600)),
+            ticket_limit: None,
         }
     }
 
@@ -356,6 +365,7 @@ mod tests {
             ),
             PriorityGroup {
                 closes_at: None,
+                ticket_limit: Some(2),
                 ..group("card", Membership::List)
             },
         ])

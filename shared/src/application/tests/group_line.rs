@@ -37,12 +37,14 @@ impl Presale {
                 membership: Membership::List,
                 opens_at: t0() - secs(60),
                 closes_at: Some(t0() + secs(100)),
+                ticket_limit: None,
             },
             PriorityGroup {
                 name: GroupName::parse("insiders").unwrap(),
                 membership: Membership::Code,
                 opens_at: t0() - secs(60),
                 closes_at: None,
+                ticket_limit: None,
             },
             PriorityGroup {
                 name: card_name.clone(),
@@ -52,6 +54,7 @@ impl Presale {
                 },
                 opens_at: t0() - secs(60),
                 closes_at: None,
+                ticket_limit: None,
             },
         ])
         .unwrap();
