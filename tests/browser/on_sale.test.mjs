@@ -627,6 +627,7 @@ test('bot challenge in the browser: a bare join refused with a challenge, solved
       });
       await gina.page.click('#join');
       await gina.page.waitForSelector('#position[data-number]', { timeout: STEP_MS });
+      await recorded(() => answers.length >= 2);
       assert.equal(answers.length, 2, `two joins: ${JSON.stringify(answers)}`);
       const [refused, joined] = answers;
       assert.equal(refused.status, 403);
@@ -680,21 +681,26 @@ test('access code in the browser: asked for, a wrong one refused, her own joins'
     });
     await step(hana, 'a wrong code is refused and the field stays', async () => {
       await hana.page.fill('#access-code', wrong);
+      // This join's own answer (the listener above records it a moment later, asynchronously).
+      const answered = hana.page.waitForResponse((r) => isApi(r, 'POST', /\/events\/[^/]+\/queue$/), { timeout: STEP_MS });
       await hana.page.press('#access-code', 'Enter');
+      const response = await answered;
+      assert.equal(response.status(), 403);
+      assert.equal((await response.json()).error.code, 'code_invalid');
+      assert.equal(response.request().postDataJSON().code, wrong);
       await hana.page.waitForFunction(() => document.getElementById('access-code').getAttribute('aria-invalid') === 'true',
         null, { timeout: STEP_MS });
-      assert.equal(answers.at(-1).status, 403);
-      assert.equal(answers.at(-1).body.error.code, 'code_invalid');
-      assert.equal(answers.at(-1).sent.code, wrong);
       assert.equal(await hana.page.isVisible('#access-code'), true);
     });
     await step(hana, 'her own code, typed loosely, joins', async () => {
       const typed = hers.toLowerCase().replaceAll('-', ' ');
       await hana.page.fill('#access-code', typed);
+      const answered = hana.page.waitForResponse((r) => isApi(r, 'POST', /\/events\/[^/]+\/queue$/), { timeout: STEP_MS });
       await hana.page.click('#join');
+      const response = await answered;
+      assert.equal(response.status(), 201, await response.text());
+      assert.equal(response.request().postDataJSON().code, typed);
       await hana.page.waitForSelector('#position[data-number]', { timeout: STEP_MS });
-      assert.equal(answers.at(-1).status, 201, JSON.stringify(answers.at(-1).body));
-      assert.equal(answers.at(-1).sent.code, typed);
       await shot(hana.page, '15-hana-joined-with-her-code.png');
     });
     for (const person of people) {
@@ -755,6 +761,7 @@ test('who gets in, in the browser: a presale member solves the challenge, waits 
       await waitText(ivy.page, '#event-name', event, STEP_MS);
       await ivy.page.click('#join');
       await ivy.page.waitForSelector('#position[data-number]', { timeout: STEP_MS });
+      await recorded(() => answers.length >= 2);
       assert.equal(answers[0].status, 403);
       assert.equal(answers[0].body.error.code, 'challenge_required');
       const joined = answers.at(-1);
@@ -779,6 +786,14 @@ test('who gets in, in the browser: a presale member solves the challenge, waits 
 });
 
 // ------------------------------------------------------------------------------------ helpers
+
+/** Waits (a few seconds at most) until `done()`: for a response listener, which records each
+ *  answer a moment after the page has acted on it (reading its body is asynchronous). */
+async function recorded(done) {
+  for (let waited = 0; !done() && waited < 5_000; waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
 
 /** Debian's Chromium, headless, quiet (no background traffic to count against the page's). */
 function launchChromium() {
