@@ -1,17 +1,24 @@
-//! The members imported into priority groups, in the events table: one item per member,
-//! `pk` = `EVENT#<event>.<group>` (the group's line), `sk` = `MEMBER#<customer id>`. A join
-//! looks one up with a single `GetItem`; nothing else reads them, and no route shows them.
+//! The members imported into priority groups, in the events table: one item per member, each in
+//! a partition of its own, `pk` = `MEMBER#<event>.<group>#<customer id>` (the group's line), `sk` =
+//! `MEMBER`. A join looks one up with a single `GetItem`: at the opening that is every joiner of
+//! an event with a list group, far more than one partition serves (3,000 reads a second), so
+//! the lookups must spread as the customers do. Nothing else reads them, and no route shows them.
 
 use async_trait::async_trait;
 
-use crate::adapters::dynamo::event_records::{event_pk, DynamoEventRecords};
+use crate::adapters::dynamo::event_records::DynamoEventRecords;
 use crate::adapters::dynamo::items::s;
 use crate::adapters::dynamo::store_error;
 use crate::application::error::LineupError;
 use crate::application::ports::event_records::GroupMembers;
 use crate::domain::ids::{CustomerId, EventId};
 
-const MEMBER_PREFIX: &str = "MEMBER#";
+const MEMBER: &str = "MEMBER";
+
+/// A member's partition: its own.
+fn member_pk(line: &EventId, customer: &CustomerId) -> aws_sdk_dynamodb::types::AttributeValue {
+    s(format!("{MEMBER}#{line}#{customer}"))
+}
 
 #[async_trait]
 impl GroupMembers for DynamoEventRecords {
@@ -20,8 +27,8 @@ impl GroupMembers for DynamoEventRecords {
             .client
             .get_item()
             .table_name(&self.table)
-            .key("pk", event_pk(line))
-            .key("sk", s(format!("{MEMBER_PREFIX}{customer}")))
+            .key("pk", member_pk(line, customer))
+            .key("sk", s(MEMBER))
             .projection_expression("pk")
             .send()
             .await
@@ -38,8 +45,8 @@ impl GroupMembers for DynamoEventRecords {
             .iter()
             .map(|customer| {
                 [
-                    ("pk".to_owned(), event_pk(line)),
-                    ("sk".to_owned(), s(format!("{MEMBER_PREFIX}{customer}"))),
+                    ("pk".to_owned(), member_pk(line, customer)),
+                    ("sk".to_owned(), s(MEMBER)),
                 ]
                 .into_iter()
                 .collect()
