@@ -552,3 +552,83 @@ async fn a_presale_code_puts_its_holder_in_the_groups_line_and_lets_nobody_else_
 fn the_pages_lines_pass_their_node_test() {
     lineup_tests::node_test_passes("tests/web/lines.test.mjs", 3);
 }
+
+#[tokio::test]
+async fn a_presale_code_is_not_looked_at_before_the_events_proof_of_work() {
+    use lineup::adapters::dynamo::access_codes::DynamoAccessCodes;
+    use lineup::application::ports::access_codes::AccessCodeBook;
+    use lineup::domain::access_code::{AccessCode, CodeTerms};
+    use lineup::domain::proof_of_work::{self, ChallengeDifficulty};
+
+    const BITS: u32 = 8;
+    let sale = OnSale::with_seats(0).await;
+    let t0 = sale.clock.now();
+    let opened = t0 - Duration::from_secs(60);
+    let change = SettingsChange {
+        opens_at: Some(OpensAt::At(opened)),
+        challenge_difficulty: Some(ChallengeDifficulty::new(BITS).unwrap()),
+        ..Default::default()
+    };
+    open_with_groups(
+        &sale,
+        change,
+        vec![group("insiders", Membership::Code, opened)],
+        t0,
+    )
+    .await;
+    let code = AccessCode::generate();
+    let terms = CodeTerms {
+        uses: 1,
+        expires_at: None,
+        group: GroupName::parse("insiders").ok(),
+    };
+    let book = DynamoAccessCodes::in_events_table(&sale.records);
+    book.create(
+        &sale.event,
+        std::slice::from_ref(&code),
+        &terms,
+        SystemTime::now(),
+    )
+    .await
+    .expect("create the code");
+    let join_with = |body: Value| {
+        let sale = &sale;
+        async move {
+            let mut event = retarget(
+                &sample("join.json"),
+                &sale.event,
+                Some(&person("insider")),
+                None,
+            );
+            event["body"] = body.to_string().into();
+            join::handle(&sale.queue_api, request(&event)).await
+        }
+    };
+
+    // A code without the work (a guesser's flood): the challenge, the code not even bound.
+    let before = lineup_tests::snapshot(&sale.event).await;
+    let bare = join_with(serde_json::json!({ "code": code.to_string() })).await;
+    assert_eq!(bare.status().as_u16(), 403, "{}", body(&bare));
+    assert_eq!(error_code(&bare), "challenge_required");
+    assert_eq!(lineup_tests::snapshot(&sale.event).await, before);
+    let counts = book.counts(&sale.event, SystemTime::now()).await.unwrap();
+    assert_eq!(counts.accounts_bound, 0, "{counts:?}");
+
+    // With the work done, the code puts its holder in the group's line.
+    let challenge = body(&bare)["error"]["challenge"]
+        .as_str()
+        .expect("a challenge")
+        .to_owned();
+    let mut bytes = [0u8; 32];
+    hex::decode_to_slice(&challenge, &mut bytes).unwrap();
+    let (nonce, _) = proof_of_work::solve(&bytes, ChallengeDifficulty::new(BITS).unwrap());
+    let joined = join_with(serde_json::json!({
+        "code": code.to_string(),
+        "proofOfWork": { "challenge": challenge, "nonce": nonce },
+    }))
+    .await;
+    assert_eq!(joined.status().as_u16(), 201, "{}", body(&joined));
+    assert_eq!(body(&joined)["group"], "insiders");
+    let counts = book.counts(&sale.event, SystemTime::now()).await.unwrap();
+    assert_eq!(counts.accounts_bound, 1, "{counts:?}");
+}

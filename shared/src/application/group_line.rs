@@ -13,21 +13,30 @@ use crate::application::error::LineupError;
 use crate::application::queue_api::QueueApi;
 use crate::domain::ids::{CustomerId, EventId, GroupName};
 use crate::domain::priority_group::Membership;
+use crate::domain::proof_of_work::WorkShown;
 
-/// Whether the event has a group whose members are the holders of its codes (then a join's
-/// code is checked before the line is chosen).
-pub async fn has_code_groups(api: &QueueApi, event: &EventId) -> Result<bool, LineupError> {
+/// Whether a join's code is to be checked before its line is chosen: the event has a group
+/// whose members are the holders of its codes, and the join showed the event's proof-of-work
+/// (or is exempt). Without the work, the code is not looked at: the join is refused with a
+/// challenge first, as every join is (ADR 0028), so a flood of guessed codes costs the guesser
+/// the work before it costs the store a conditional write.
+pub async fn checks_code_first(
+    api: &QueueApi,
+    event: &EventId,
+    work: WorkShown,
+) -> Result<bool, LineupError> {
     Ok(api
         .restorer
         .known
         .record(event)
         .await?
         .is_some_and(|record| {
-            record
-                .settings
-                .groups
-                .iter()
-                .any(|group| group.membership == Membership::Code)
+            work.bits() >= record.settings.challenge_difficulty.bits()
+                && record
+                    .settings
+                    .groups
+                    .iter()
+                    .any(|group| group.membership == Membership::Code)
         }))
 }
 

@@ -21,7 +21,7 @@ use http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 
-use crate::application::group_line::{group_ticket_limit, has_code_groups, line_for};
+use crate::application::group_line::{checks_code_first, group_ticket_limit, line_for};
 use crate::application::http::{request, response};
 use crate::application::queue_api::QueueApi;
 use std::time::{Duration, SystemTime};
@@ -64,9 +64,10 @@ async fn join(api: &QueueApi, request: &Request) -> Result<Response<Body>, Lineu
     };
     // A presale code (ADR 0031): when the event has a group of code holders, the join's code
     // is bound to the caller first (as below, one conditional write; binding again is free),
-    // and the group it was made for decides the line.
+    // and the group it was made for decides the line; but only once the join shows the
+    // event's proof-of-work (without it the join is refused with a challenge, below).
     let code_group = match &code {
-        Some(code) if has_code_groups(api, &event).await? => {
+        Some(code) if checks_code_first(api, &event, work).await? => {
             api.access_codes
                 .accept(&event, code, &customer, now)
                 .await?
@@ -203,7 +204,7 @@ async fn join_with_code(
                 other => other?,
             };
             // (A code's group chose the line before this, for an event with a group of code
-            // holders: `has_code_groups`.)
+            // holders: `checks_code_first`.)
             tracing::info!(
                 event = %event,
                 code_group = accepted.group.as_ref().map(|group| group.as_str()),

@@ -667,6 +667,17 @@ impl TicketLimits for RedisQueue {
     }
 }
 
+/// The event's priority groups' names in order (`fanclub,card`), kept beside its own line's
+/// settings (`group_lines`) for the admit tick to know which lines go first; "" for a group's
+/// line, or an event without groups.
+fn group_lines_arg(event: &EventId, groups: &PriorityGroups) -> String {
+    if event.group().is_some() {
+        return String::new();
+    }
+    let names: Vec<&str> = groups.iter().map(|group| group.name.as_str()).collect();
+    names.join(",")
+}
+
 fn ticket_limit_arg(settings: &EventSettings) -> String {
     settings
         .ticket_limit
@@ -675,31 +686,6 @@ fn ticket_limit_arg(settings: &EventSettings) -> String {
 }
 
 impl RedisQueue {
-    /// Keeps the names of the event's priority groups, in order, beside its own line's settings
-    /// (`group_lines`), for the admit tick to know which lines go first. A second call after
-    /// the settings' script (configure, restore), on the same slot: a tick between the two
-    /// sees the lines as they were a moment before.
-    async fn write_group_lines(
-        &self,
-        event: &EventId,
-        groups: &PriorityGroups,
-    ) -> Result<(), LineupError> {
-        if event.group().is_some() {
-            return Ok(());
-        }
-        let settings = EventKeys::new(event).settings;
-        let names: Vec<&str> = groups.iter().map(|group| group.name.as_str()).collect();
-        let mut connection = self.connection();
-        let _: i64 = if names.is_empty() {
-            connection.hdel(&settings, GROUP_LINES).await?
-        } else {
-            connection
-                .hset(&settings, GROUP_LINES, names.join(","))
-                .await?
-        };
-        Ok(())
-    }
-
     /// The names of the event's priority groups, first admitted first (none: no groups).
     async fn group_lines(&self, event: &EventId) -> Result<Vec<GroupName>, LineupError> {
         let names: Option<String> = self
@@ -752,9 +738,9 @@ impl EventSettingsStore for RedisQueue {
             .arg(seed.commitment())
             .arg(settings.challenge_difficulty.bits())
             .arg(if settings.code_required { "1" } else { "0" })
+            .arg(group_lines_arg(event, &settings.groups))
             .invoke_async(&mut self.connection())
             .await?;
-        self.write_group_lines(event, &settings.groups).await?;
         // The open-events set is outside the event's slot, so it is a second call; the admitter
         // re-reads settings inside its script, so a closed event in the set only costs a no-op tick.
         self.track_open(event, settings.state).await
@@ -983,12 +969,9 @@ impl PlaceRestorer for RedisQueue {
             )
             .arg(settings.challenge_difficulty.bits())
             .arg(if settings.code_required { "1" } else { "0" })
+            .arg(group_lines_arg(event, &settings.groups))
             .invoke_async(&mut self.connection())
             .await?;
-        // (A hash just re-made has no `group_lines` to remove: only an event with groups writes.)
-        if restored == 1 && !settings.groups.is_empty() {
-            self.write_group_lines(event, &settings.groups).await?;
-        }
         self.track_open(event, settings.state).await?;
         Ok(restored == 1)
     }

@@ -8,7 +8,8 @@
 --       ticket_limit ("" = no limit: the field is removed), draw_seed, draw_commitment,
 --       challenge_difficulty (leading zero bits a joiner's proof-of-work needs; "0" = none: the
 --       field is removed), code_required ("1": a new joiner needs an access code; "0": the
---       field is removed)
+--       field is removed), group_lines (the event's priority groups in order, `fanclub,card`,
+--       for the admit tick; "" = none: the field is removed)
 -- Reply: 1
 redis.call('HSET', KEYS[1], 'state', ARGV[1], 'opens_at_ms', ARGV[2], 'max_active', ARGV[3],
   'admit_per_sec', ARGV[4], 'session_ms', ARGV[5], 'claim_ms', ARGV[6],
@@ -27,6 +28,11 @@ if ARGV[11] == '1' then
   redis.call('HSET', KEYS[1], 'code_required', '1')
 else
   redis.call('HDEL', KEYS[1], 'code_required')
+end
+if ARGV[12] == '' then
+  redis.call('HDEL', KEYS[1], 'group_lines')
+else
+  redis.call('HSET', KEYS[1], 'group_lines', ARGV[12])
 end
 if ARGV[1] ~= 'closed' then redis.call('HDEL', KEYS[1], 'closed_reason') end
 redis.call('HSETNX', KEYS[1], 'next_number', 0)

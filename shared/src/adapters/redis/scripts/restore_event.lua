@@ -9,7 +9,7 @@
 -- ARGV: state, opens_at_ms, max_active, admit_per_sec, session_ms, claim_ms, ticket_limit|"",
 --       draw_seed, draw_commitment, number_ceiling, entrants|"", drawn (0|1), serving,
 --       closed_reason|"", now_ms, lost_since_ms, first_call_at_ms|"", challenge_difficulty,
---       code_required (0|1)
+--       code_required (0|1), group_lines|"" (the priority groups' names, in order)
 -- Reply: 1 restored | 0 it was there
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'state', ARGV[1], 'opens_at_ms', ARGV[2], 'max_active', ARGV[3],
@@ -25,5 +25,6 @@ if ARGV[14] ~= '' then redis.call('HSET', KEYS[1], 'closed_reason', ARGV[14]) en
 if ARGV[17] and ARGV[17] ~= '' then redis.call('HSET', KEYS[1], 'first_call_at_ms', ARGV[17]) end
 if ARGV[18] and ARGV[18] ~= '0' then redis.call('HSET', KEYS[1], 'challenge_difficulty', ARGV[18]) end
 if ARGV[19] == '1' then redis.call('HSET', KEYS[1], 'code_required', '1') end
+if ARGV[20] and ARGV[20] ~= '' then redis.call('HSET', KEYS[1], 'group_lines', ARGV[20]) end
 redis.call('HSET', KEYS[2], 'serving', ARGV[13])
 return 1
