@@ -204,6 +204,7 @@ async fn healthy() {
     .seed(
         &event,
         &lineup::domain::layout::SeatLayout::from_seats(&seats).expect("layout"),
+        &Default::default(),
         SystemTime::now(),
     )
     .await

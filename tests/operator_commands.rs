@@ -94,7 +94,12 @@ async fn seeding_racing_holds_never_frees_a_held_seat() {
     // seat is left alone and reported, every other seat is rewritten.
     let in_use = sale
         .ledger
-        .seed_seats(&sale.event, &all_seats, sale.clock.now())
+        .seed_seats(
+            &sale.event,
+            &all_seats,
+            &Default::default(),
+            sale.clock.now(),
+        )
         .await
         .expect("seed");
     let stored = sale.seats().await;

@@ -6,7 +6,9 @@
 //!   commitment its status showed before the opening;
 //! - one ticket limit spans the presale and the general sale;
 //! - a member whose group's window has ended joins the general line, and a ticket names the one
-//!   line it was issued for.
+//!   line it was issued for;
+//! - seats set aside for a group are held by its members alone until its window ends, then by
+//!   anyone, and the operator's command writes and gives them back.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -32,6 +34,7 @@ fn group(name: &str, membership: Membership, opens_at: SystemTime) -> PriorityGr
         opens_at,
         closes_at: None,
         ticket_limit: None,
+        sections: Vec::new(),
     }
 }
 
@@ -553,6 +556,11 @@ fn the_pages_lines_pass_their_node_test() {
     lineup_tests::node_test_passes("tests/web/lines.test.mjs", 3);
 }
 
+#[test]
+fn the_pages_sections_set_aside_pass_their_node_test() {
+    lineup_tests::node_test_passes("tests/web/allocations.test.mjs", 3);
+}
+
 #[tokio::test]
 async fn a_presale_code_is_not_looked_at_before_the_events_proof_of_work() {
     use lineup::adapters::dynamo::access_codes::DynamoAccessCodes;
@@ -631,4 +639,171 @@ async fn a_presale_code_is_not_looked_at_before_the_events_proof_of_work() {
     assert_eq!(body(&joined)["group"], "insiders");
     let counts = book.counts(&sale.event, SystemTime::now()).await.unwrap();
     assert_eq!(counts.accounts_bound, 1, "{counts:?}");
+}
+
+/// Every seat item's reservation (`reserved_for`, `reserved_until`), by seat id.
+async fn reservations(sale: &OnSale) -> BTreeMap<String, (Option<String>, Option<u64>)> {
+    sale.seats()
+        .await
+        .into_iter()
+        .map(|(id, item)| {
+            let group = item
+                .get("reserved_for")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let until = item.get("reserved_until").and_then(Value::as_u64);
+            (id, (group, until))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn seats_set_aside_for_a_presale_are_its_members_alone_until_its_window_ends() {
+    // Ten seats: the even ones are the Floor, the odd ones the Balcony.
+    let sale = OnSale::with_seats(10).await;
+    let t0 = sale.clock.now();
+    let window_end = t0 + Duration::from_secs(600);
+    let change = SettingsChange {
+        opens_at: Some(OpensAt::At(t0 - Duration::from_secs(60))),
+        ..Default::default()
+    };
+    let presale = PriorityGroup {
+        closes_at: Some(window_end),
+        sections: vec!["Floor".into()],
+        ..group("fanclub", Membership::List, t0 - Duration::from_secs(60))
+    };
+    open_with_groups(&sale, change, vec![presale], t0).await;
+    let groups = EventAdmin::new(&sale.queue, &sale.records, "test")
+        .groups(&sale.event)
+        .await
+        .expect("groups");
+    let set_aside = lineup_cli::priority_groups::SeatsSetAside {
+        seats: sale.ledger.as_ref(),
+        layouts: sale.records.as_ref(),
+    };
+    // What `lineup event group add|set --sections Floor` writes after the record.
+    let written = lineup_cli::priority_groups::write_set_aside_seats(
+        &sale.event,
+        &PriorityGroups::none(),
+        &groups,
+        &set_aside,
+    )
+    .await
+    .expect("set aside");
+    assert_eq!(written, 5, "the Floor's five seats");
+    let stored = reservations(&sale).await;
+    for n in 1..=10 {
+        let expected = (n % 2 == 0).then(|| ("fanclub".to_owned(), unix_millis(window_end)));
+        let (group, until) = stored[seat(n).as_str()].clone();
+        assert_eq!(group.zip(until), expected, "seat {n}");
+    }
+
+    // The seat map says which sections are set aside, for whom and until when.
+    let map = body(&sale.seat_map().await);
+    let sections = map["sections"].as_array().expect("sections");
+    let floor = sections.iter().find(|s| s["name"] == "Floor").unwrap();
+    let balcony = sections.iter().find(|s| s["name"] == "Balcony").unwrap();
+    assert_eq!(floor["reservedFor"], "fanclub", "{map}");
+    assert!(floor["reservedUntil"].is_string(), "{map}");
+    assert!(balcony.get("reservedFor").is_none(), "{map}");
+
+    // A fan joins the fan club's line, a customer in no group the general line; both admitted.
+    let fanclub = sale.event.group_line(&GroupName::parse("fanclub").unwrap());
+    let fan = person("fan-floor");
+    sale.records
+        .import_members(&fanclub, std::slice::from_ref(&fan))
+        .await
+        .expect("import");
+    let other = person("general-floor");
+    let admission = Admission::new(sale.queue.clone()).await;
+    let fan_ticket = join_as(&sale, &fan, &[]).await["queueId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let other_ticket = join_as(&sale, &other, &[]).await["queueId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    admission.tick(&fanclub, t0).await;
+    let fan_token = claim(&sale, &fan, &fan_ticket).await;
+    admission.tick(&sale.event, t0).await;
+    let other_token = claim(&sale, &other, &other_ticket).await;
+
+    // The general customer, asking for Floor seats by id or best available: 409 seats_reserved,
+    // and nothing stored changes.
+    let seats_before = sale.seats().await;
+    let orders_before = sale.orders().await;
+    let by_id = sale.hold(&other, &other_token, &[seat(2), seat(4)]).await;
+    assert_eq!(by_id.status().as_u16(), 409, "{}", body(&by_id));
+    assert_eq!(error_code(&by_id), "seats_reserved");
+    assert_eq!(
+        body(&by_id)["error"]["seatIds"],
+        serde_json::json!(["A-002", "A-004"])
+    );
+    // One seat of the Floor among Balcony seats refuses the whole hold.
+    let mixed = sale.hold(&other, &other_token, &[seat(1), seat(2)]).await;
+    assert_eq!(error_code(&mixed), "seats_reserved", "{}", body(&mixed));
+    let best = sale.hold_best(&other, &other_token, "Floor", 2).await;
+    assert_eq!(best.status().as_u16(), 409, "{}", body(&best));
+    assert_eq!(error_code(&best), "seats_reserved");
+    assert_eq!(sale.seats().await, seats_before, "no seat changed");
+    assert_eq!(sale.orders().await, orders_before, "no order written");
+    // The Balcony is on general sale.
+    let balcony_hold = sale.hold(&other, &other_token, &[seat(1)]).await;
+    assert_eq!(
+        balcony_hold.status().as_u16(),
+        201,
+        "{}",
+        body(&balcony_hold)
+    );
+
+    // The fan, admitted through the fan club's line, holds Floor seats.
+    let fan_hold = sale.hold(&fan, &fan_token, &[seat(2), seat(4)]).await;
+    assert_eq!(fan_hold.status().as_u16(), 201, "{}", body(&fan_hold));
+
+    // The window ends: the Floor's other seats are on general sale, with no one writing a thing.
+    sale.clock.advance(Duration::from_secs(601));
+    let late = person("general-late");
+    let late_ticket = join_as(&sale, &late, &[]).await["queueId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    admission.tick(&sale.event, sale.clock.now()).await;
+    let late_token = claim(&sale, &late, &late_ticket).await;
+    let after_window = sale.hold_best(&late, &late_token, "Floor", 2).await;
+    assert_eq!(
+        after_window.status().as_u16(),
+        201,
+        "{}",
+        body(&after_window)
+    );
+
+    // The operator gives the allocation back (`group set --no-sections`): its marks are taken
+    // off every seat, held or not, and the holds are untouched.
+    let given_back = PriorityGroups::new(vec![PriorityGroup {
+        sections: Vec::new(),
+        ..groups.iter().next().unwrap().clone()
+    }])
+    .unwrap();
+    let cleared = lineup_cli::priority_groups::write_set_aside_seats(
+        &sale.event,
+        &groups,
+        &given_back,
+        &set_aside,
+    )
+    .await
+    .expect("given back");
+    assert_eq!(cleared, 5);
+    assert!(reservations(&sale)
+        .await
+        .values()
+        .all(|(group, until)| group.is_none() && until.is_none()));
+    let held: Vec<String> = sale
+        .seats()
+        .await
+        .into_iter()
+        .filter(|(_, item)| item["status"] == "HELD")
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(held.len(), 5, "1 + 2 + 2 seats still held: {held:?}");
 }

@@ -720,6 +720,7 @@ async fn a_priority_groups_line_runs_as_the_functions_users() {
         opens_at: now - Duration::from_secs(60),
         closes_at: None,
         ticket_limit: None,
+        sections: Vec::new(),
     }])
     .unwrap();
     admin

@@ -122,6 +122,12 @@ function bestAvailableRefused(r, section, quantity) {
       updateSeatButtons();
       refreshSeats();
       return;
+    case 'seats_reserved':
+      setPhase('choosing');
+      notify(`The seats of ${section} are set aside for a presale you are not in, until its window ends. Nothing was held; ` +
+        'try another section.', 'error', { code: p.code });
+      refreshSeats();
+      return;
     case 'unknown_section':
       setPhase('choosing');
       notify(`${section} is not part of this event's seat map any more. The map is being reloaded; please choose again.`, 'error', { code: p.code });
@@ -151,6 +157,19 @@ function holdRefused(r) {
       updateSeatButtons();
       updateSelection();
       notify(takenText + keptText, 'error', { code: 'seats_unavailable' });
+      refreshSeats();
+      return;
+    }
+    case 'seats_reserved': {
+      // Set aside for a presale the customer is not in (the seat map says until when).
+      const reserved = p.seatIds.length ? p.seatIds : [];
+      markTaken(reserved);
+      state.chosen = state.chosen.filter((id) => !reserved.includes(id));
+      setPhase('choosing');
+      updateSeatButtons();
+      updateSelection();
+      notify(`${reserved.length === 1 ? 'Seat' : 'Seats'} ${listIds(reserved)} ${reserved.length === 1 ? 'is' : 'are'} set aside for a presale you are not in, until its window ends. Nothing was held; please choose other seats.`,
+        'error', { code: 'seats_reserved' });
       refreshSeats();
       return;
     }

@@ -7,6 +7,7 @@ import { state } from './state.js';
 import { money } from './format.js';
 import { availabilityText, sectionAvailability, sectionByName } from './seats.js';
 import { openSection } from './section.js';
+import { closedToUs, describeSetAside } from './allocations.js';
 import { holdBestAvailable } from './holds.js';
 
 const rowSpan = (section) => (section.rows.length ? `rows ${section.rows[0].name}–${section.rows.at(-1).name}` : 'no rows');
@@ -22,6 +23,7 @@ export function buildOverview() {
       h('h3', { id: nameId, class: 'section-card-name' }, section.name),
       h('p', { class: 'section-price' }, `${money(section.price, section.currency)} a seat`),
       h('p', { class: 'section-count' }),
+      h('p', { class: 'section-set-aside', 'aria-live': 'polite' }),
       // The share still available, drawn; the sentence above says it in words.
       h('div', { class: 'availability-bar', 'aria-hidden': 'true' }, h('span', { class: 'availability-fill' })),
       h('p', { class: 'hint section-rows' }, `${section.rows.length.toLocaleString()} ${section.rows.length === 1 ? 'row' : 'rows'} (${rowSpan(section)}), row ${section.rows[0]?.name ?? ''} nearest the stage.`),
@@ -67,8 +69,12 @@ export function updateOverview() {
       card.querySelector('.availability-fill').style.width = `${counts.seats ? (100 * counts.available) / counts.seats : 0}%`;
     }
     card.dataset.soldOut = String(counts?.available === 0);
+    // A section set aside for a presale: for whom and until when; closed to everyone else.
+    const closed = closedToUs(counts?.setAside, state.queueId);
+    card.dataset.setAside = counts?.setAside ? (closed ? 'closed' : 'ours') : '';
+    card.querySelector('.section-set-aside').textContent = describeSetAside(counts?.setAside, state.queueId);
     const busy = state.phase === 'holding' && state.bestAvailable?.section === name;
-    button.disabled = state.phase === 'holding' || counts?.available === 0;
+    button.disabled = state.phase === 'holding' || counts?.available === 0 || closed;
     button.setAttribute('aria-busy', String(busy));
     button.firstChild.textContent = busy ? 'Holding…' : 'Best available';
   }

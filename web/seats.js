@@ -16,6 +16,7 @@ import { later, withJitter } from './timers.js';
 import { listIds } from './format.js';
 import { api, enc, problem } from './api.js';
 import { notify } from './notice.js';
+import { closedToUs, setAsideOf } from './allocations.js';
 import { setPhase } from './phase.js';
 import { buildOverview, updateOverview } from './overview.js';
 import { buildSeatMap, showView, updateSeatButtons, updateSelection } from './section.js';
@@ -156,7 +157,7 @@ function applyAvailability(data) {
     } catch {
       bits = new Uint8Array(0); // unreadable: shown taken until the next refresh
     }
-    return { seats: Number(s.seats) || section.seats, available: Number(s.available) || 0, bits };
+    return { seats: Number(s.seats) || section.seats, available: Number(s.available) || 0, bits, setAside: setAsideOf(s) };
   });
 
   // Seats that were chosen but are no longer available.
@@ -176,6 +177,8 @@ export function seatStatus(seatId) {
   const place = state.layout?.places.get(seatId);
   const bits = place && state.availability?.[place.section]?.bits;
   if (!bits) return 'taken';
+  // Set aside for a presale the customer is not in: not theirs to hold until its window ends.
+  if (closedToUs(state.availability[place.section].setAside, state.queueId)) return 'taken';
   const until = state.justTaken.get(seatId);
   if (until !== undefined) {
     if (until > Date.now()) return 'taken';

@@ -26,6 +26,7 @@ use lineup::domain::ids::EventId;
 use lineup::domain::layout::SeatLayout;
 use lineup::domain::priority_group::PriorityGroups;
 use lineup::domain::proof_of_work::ChallengeDifficulty;
+use lineup::domain::seat_allocation::SeatAllocations;
 
 /// Changes to an event's settings; `None` keeps the current value (or the default, for a new
 /// event).
@@ -198,7 +199,13 @@ pub async fn seed(
         layouts: records,
         board: &board,
     };
-    match seeding.seed(event, layout, now).await? {
+    // Sections set aside for a priority group stay set aside in the seats written (ADR 0032).
+    let allocations = records
+        .event(event)
+        .await?
+        .map(|record| SeatAllocations::of(&record.settings.groups))
+        .unwrap_or_default();
+    match seeding.seed(event, layout, &allocations, now).await? {
         SeedOutcome::Seeded { .. } => Ok(()),
         SeedOutcome::Refused { in_use } => Err(AdminError::SeatsInUse {
             event: event.as_str().to_owned(),

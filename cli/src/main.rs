@@ -202,9 +202,21 @@ async fn groups(
     };
     let admin = admin(&queue, &records, operator)
         .with_live_events(store.as_ref().map(|store| store as &dyn LiveEvents));
-    match priority_groups::run(&action, &event, &admin, &records, SystemTime::now()).await? {
-        priority_groups::GroupOutcome::Groups(groups) => {
+    let ledger = endpoints.ledger().await?;
+    let set_aside = priority_groups::SeatsSetAside {
+        seats: &ledger,
+        layouts: &records,
+    };
+    let now = SystemTime::now();
+    match priority_groups::run(&action, &event, &admin, &records, &set_aside, now).await? {
+        priority_groups::GroupOutcome::Groups {
+            groups,
+            seats_written,
+        } => {
             println!("{}", priority_groups::describe(&event, &groups));
+            if seats_written > 0 {
+                println!("event {event}: {seats_written} seats' allocation written");
+            }
         }
         priority_groups::GroupOutcome::Imported(count) => {
             println!("event {event}: {count} customer ids imported");

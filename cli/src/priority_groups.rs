@@ -5,13 +5,20 @@
 //! Each change goes through [`EventAdmin::set_groups`]: kept in the event's audit trail, written
 //! to the event's durable record, then to every group's line. `import` adds customer ids (one a
 //! line, from a file or `-` for stdin) to a group whose members are a list.
+//!
+//! A group may set sections aside (`--sections`, ADR 0032): after the record, every seat of
+//! every section set aside is written with its group and the end of its window, and every seat
+//! of a section given back has them taken away. Each run writes them all again, so running a
+//! command once more mends seats a stopped run left half-written.
 
 use std::io::BufRead;
 use std::time::SystemTime;
 
-use lineup::application::ports::event_records::GroupMembers;
-use lineup::domain::ids::{CustomerId, EventId, GroupName};
+use lineup::application::ports::event_records::{GroupMembers, LayoutStore};
+use lineup::application::seeding::SeatWriter;
+use lineup::domain::ids::{CustomerId, EventId, GroupName, SeatId};
 use lineup::domain::priority_group::{Membership, PriorityGroup, PriorityGroups};
+use lineup::domain::seat_allocation::SeatAllocations;
 
 use crate::endpoints::EndpointArgs;
 use crate::event_admin::{AdminError, EventAdmin, OpensAt};
@@ -64,6 +71,13 @@ pub struct GroupArgs {
     /// The group has no limit of its own (the event's still applies).
     #[arg(long)]
     pub no_ticket_limit: bool,
+    /// Sections set aside for the group's members (comma-separated names, as in the layout)
+    /// until its window ends (`--closes-at`, required), then back on general sale.
+    #[arg(long, value_delimiter = ',', conflicts_with = "no_sections")]
+    pub sections: Option<Vec<String>>,
+    /// `set` only: give the group's sections back to the general sale now.
+    #[arg(long)]
+    pub no_sections: bool,
     /// `add` only: put the new group just before this one (default: after every group).
     #[arg(long, value_parser = parse_group)]
     pub before: Option<GroupName>,
@@ -151,6 +165,8 @@ pub enum GroupError {
     NoMembers,
     #[error("the group {0} lists its members from the sign-in's claim, not from an import")]
     NotAList(String),
+    #[error("the event's layout has no section {0:?}")]
+    UnknownSection(String),
     #[error("line {line} of the file is not a customer id")]
     BadCustomer { line: usize },
     #[error("could not read the file: {0}")]
@@ -165,10 +181,21 @@ pub enum GroupError {
 
 /// What a command did, for the terminal.
 pub enum GroupOutcome {
-    /// The groups after the change (or as listed).
-    Groups(PriorityGroups),
+    /// The groups after the change (or as listed), and how many seats had their allocation
+    /// written.
+    Groups {
+        groups: PriorityGroups,
+        seats_written: usize,
+    },
     /// How many ids were imported.
     Imported(usize),
+}
+
+/// Where the seats set aside by a group are written: the seats table, and the event's layouts
+/// (which seats each section has).
+pub struct SeatsSetAside<'a> {
+    pub seats: &'a dyn SeatWriter,
+    pub layouts: &'a dyn LayoutStore,
 }
 
 /// Runs one group command.
@@ -177,11 +204,17 @@ pub async fn run(
     event: &EventId,
     admin: &EventAdmin<'_>,
     members: &dyn GroupMembers,
+    set_aside: &SeatsSetAside<'_>,
     now: SystemTime,
 ) -> Result<GroupOutcome, GroupError> {
     let current = admin.groups(event).await?;
     let changed = match action {
-        GroupAction::List(_) => return Ok(GroupOutcome::Groups(current)),
+        GroupAction::List(_) => {
+            return Ok(GroupOutcome::Groups {
+                groups: current,
+                seats_written: 0,
+            })
+        }
         GroupAction::Import(args) => {
             let group = current
                 .get(&args.group)
@@ -228,10 +261,59 @@ pub async fn run(
         GroupAction::Set(_) => "group-set",
         _ => "group-remove",
     };
-    let settings = admin
-        .set_groups(event, PriorityGroups::new(changed)?, action_name, now)
-        .await?;
-    Ok(GroupOutcome::Groups(settings.groups))
+    let changed = PriorityGroups::new(changed)?;
+    let layout = match set_aside.layouts.current_layout(event).await? {
+        Some(summary) => set_aside.layouts.layout(event, &summary.version).await?,
+        None => None,
+    };
+    // A typo would set nothing aside: every section named must be the layout's. (Before the
+    // seats are seeded there is nothing to check against; the seeding writes them set aside.)
+    if let Some(layout) = &layout {
+        for section in changed.iter().flat_map(|group| group.sections.iter()) {
+            if !layout.sections().iter().any(|known| &known.name == section) {
+                return Err(GroupError::UnknownSection(section.clone()));
+            }
+        }
+    }
+    let settings = admin.set_groups(event, changed, action_name, now).await?;
+    let seats_written = write_set_aside_seats(event, &current, &settings.groups, set_aside).await?;
+    Ok(GroupOutcome::Groups {
+        groups: settings.groups,
+        seats_written,
+    })
+}
+
+/// Writes the seats of the event's current layout as the groups `after` set them aside: every
+/// seat of every section set aside (again, even unchanged), and every seat of a section
+/// `before` set aside and `after` no longer, given back. How many seats were written (none
+/// before the seats are seeded: the seeding writes them set aside).
+pub async fn write_set_aside_seats(
+    event: &EventId,
+    before: &PriorityGroups,
+    after: &PriorityGroups,
+    set_aside: &SeatsSetAside<'_>,
+) -> Result<usize, GroupError> {
+    let Some(summary) = set_aside.layouts.current_layout(event).await? else {
+        return Ok(0);
+    };
+    let Some(layout) = set_aside.layouts.layout(event, &summary.version).await? else {
+        return Ok(0);
+    };
+    let mut seats_written = 0;
+    for (section, reservation) in
+        SeatAllocations::of(after).writes_from(&SeatAllocations::of(before))
+    {
+        let seats: Vec<SeatId> = layout
+            .seats()
+            .filter(|(_, seat)| seat.section == section)
+            .map(|(_, seat)| seat.seat_id)
+            .collect();
+        seats_written += set_aside
+            .seats
+            .reserve_seats(event, &seats, reservation.as_ref())
+            .await?;
+    }
+    Ok(seats_written)
 }
 
 fn added(
@@ -252,6 +334,7 @@ fn added(
         opens_at: args.opens_at.map_or(now, |at| at.resolve(now)),
         closes_at: args.closes_at.map(|at| at.resolve(now)),
         ticket_limit: args.ticket_limit,
+        sections: args.sections.clone().unwrap_or_default(),
     };
     let mut groups: Vec<PriorityGroup> = current.iter().cloned().collect();
     let at = match &args.before {
@@ -303,6 +386,11 @@ fn changed(
                     (None, true) => None,
                     (None, false) => group.ticket_limit,
                 },
+                sections: match (&args.sections, args.no_sections) {
+                    (Some(sections), _) => sections.clone(),
+                    (None, true) => Vec::new(),
+                    (None, false) => group.sections.clone(),
+                },
             }
         })
         .collect())
@@ -344,14 +432,23 @@ pub fn describe(event: &EventId, groups: &PriorityGroups) -> String {
                 Some(limit) => format!("at most {limit} tickets per member"),
                 None => "the event's ticket limit".to_owned(),
             };
+            let set_aside = if group.sections.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", sets aside {} until its window ends",
+                    group.sections.join(", ")
+                )
+            };
             format!(
-                "{}. {} ({}): opens at {}, {}, {} — status /events/{}/status",
+                "{}. {} ({}): opens at {}, {}, {}{} — status /events/{}/status",
                 index + 1,
                 group.name,
                 group.membership.describe(),
                 humantime::format_rfc3339_seconds(group.opens_at),
                 window,
                 limit,
+                set_aside,
                 event.group_line(&group.name),
             )
         })
@@ -451,5 +548,60 @@ mod tests {
             None
         );
         assert!(changed(&groups, &event, &args("card"), at(0)).is_err());
+    }
+
+    #[test]
+    fn sections_are_set_aside_by_a_comma_separated_list_and_given_back_by_set() {
+        #[derive(clap::Parser)]
+        struct Line {
+            #[command(flatten)]
+            args: GroupArgs,
+        }
+        let closes = humantime::format_rfc3339_millis(at(100)).to_string();
+        let line: Line = clap::Parser::try_parse_from([
+            "group",
+            "--event",
+            "e1",
+            "--group",
+            "fanclub",
+            "--members",
+            "list",
+            "--closes-at",
+            &closes,
+            "--sections",
+            "Floor,Lower A",
+        ])
+        .unwrap();
+        let event = EventId::parse("e1").unwrap();
+        let groups =
+            PriorityGroups::new(added(&PriorityGroups::none(), &event, &line.args, at(0)).unwrap())
+                .unwrap();
+        let fanclub = groups.iter().next().unwrap();
+        assert_eq!(fanclub.sections, ["Floor", "Lower A"]);
+        // A change that does not name them keeps them; --no-sections gives them back.
+        let keep = GroupArgs {
+            sections: None,
+            ..line.args.clone()
+        };
+        assert_eq!(
+            changed(&groups, &event, &keep, at(0)).unwrap()[0]
+                .sections
+                .len(),
+            2
+        );
+        let give_back = GroupArgs {
+            sections: None,
+            no_sections: true,
+            ..line.args
+        };
+        assert!(changed(&groups, &event, &give_back, at(0)).unwrap()[0]
+            .sections
+            .is_empty());
+        // Set aside with no window to give them back at: refused.
+        let forever = PriorityGroup {
+            closes_at: None,
+            ..fanclub.clone()
+        };
+        assert!(PriorityGroups::new(vec![forever]).is_err());
     }
 }

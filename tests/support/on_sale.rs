@@ -127,7 +127,7 @@ impl OnSale {
                 layouts: records.as_ref(),
                 board: board.as_ref(),
             }
-            .seed(&event, layout, SystemTime::now())
+            .seed(&event, layout, &Default::default(), SystemTime::now())
             .await
             .expect("seed seats");
             assert!(matches!(seeded, SeedOutcome::Seeded { .. }), "{seeded:?}");

@@ -143,6 +143,12 @@ pub const ASSETS: &[Asset] = &[
         content_type: "text/javascript; charset=utf-8",
         body: include_bytes!("../../../web/lines.js"),
     },
+    // Sections set aside for a presale group: closed to everyone else until its window ends.
+    Asset {
+        path: "/allocations.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../../../web/allocations.js"),
+    },
     // The join's access code field.
     Asset {
         path: "/access_code.js",

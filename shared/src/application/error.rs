@@ -35,6 +35,10 @@ pub enum HoldRefused {
     /// Seats another customer holds or bought (named, so the page can grey them out).
     #[error("{} of the seats asked for are taken", .0.len())]
     SeatsUnavailable(Vec<String>),
+    /// Seats set aside for a priority group the customer was not admitted through, until its
+    /// window ends (named, so the page can grey them out).
+    #[error("{} of the seats asked for are set aside for a presale until its window ends", .0.len())]
+    SeatsReserved(Vec<String>),
     /// Seats whose price is not the one the caller's catalogue had (named).
     #[error("the price of some seats changed; look at the seat map again")]
     PriceChanged(Vec<String>),
@@ -348,6 +352,7 @@ impl LineupError {
             Self::PaymentInProgress => "payment_in_progress",
             Self::HoldRefused(refused) => match refused {
                 HoldRefused::SeatsUnavailable(_) => "seats_unavailable",
+                HoldRefused::SeatsReserved(_) => "seats_reserved",
                 HoldRefused::PriceChanged(_) => "price_changed",
                 HoldRefused::HoldExists { .. } => "hold_exists",
                 HoldRefused::TicketLimitReached { .. } => "ticket_limit_reached",
@@ -407,7 +412,9 @@ impl LineupError {
     pub fn seat_ids(&self) -> Option<&[String]> {
         match self {
             Self::HoldRefused(
-                HoldRefused::SeatsUnavailable(seat_ids) | HoldRefused::PriceChanged(seat_ids),
+                HoldRefused::SeatsUnavailable(seat_ids)
+                | HoldRefused::SeatsReserved(seat_ids)
+                | HoldRefused::PriceChanged(seat_ids),
             ) => Some(seat_ids),
             Self::UnknownSeats(seat_ids) => Some(seat_ids),
             _ => None,

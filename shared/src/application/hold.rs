@@ -22,12 +22,12 @@ use crate::application::ports::event_records::LayoutStore;
 use crate::application::ports::ledger::{
     HoldRequest, Order, OrderStatus, SeatLedger, MAX_SEATS_PER_HOLD,
 };
-use crate::application::ports::queue::{AdmissionRegistry, LiveAdmission};
+use crate::application::ports::queue::AdmissionRegistry;
 use crate::application::rotating::SigningKeys;
 use crate::domain::access_token;
 use crate::domain::best_available::{ranked_blocks, spread};
 use crate::domain::clock::{rfc3339, Clock};
-use crate::domain::ids::{CustomerId, EventId, OrderId, SeatId};
+use crate::domain::ids::{CustomerId, EventId, GroupName, OrderId, SeatId};
 use crate::domain::layout::IndexedLayout;
 use crate::domain::seat::Seat;
 
@@ -207,6 +207,7 @@ async fn hold(api: &HoldApi, request: &Request) -> Result<Response<Body>, Lineup
         event: &event,
         customer: &customer,
         ticket_limit: admission.ticket_limit,
+        group: admission.group,
         admission_expires_at: admission.expires_at,
         now,
     };
@@ -242,6 +243,7 @@ struct Hold<'a> {
     event: &'a EventId,
     customer: &'a CustomerId,
     ticket_limit: Option<u32>,
+    group: Option<GroupName>,
     admission_expires_at: std::time::SystemTime,
     now: std::time::SystemTime,
 }
@@ -389,6 +391,7 @@ impl Hold<'_> {
                 customer: self.customer.clone(),
                 seats,
                 ticket_limit: self.ticket_limit,
+                group: self.group.clone(),
                 admission_expires_at: self.admission_expires_at,
                 now: self.now,
             })
@@ -441,7 +444,7 @@ pub async fn check_admitted(
     event: &EventId,
     caller: &CustomerId,
     now: SystemTime,
-) -> Result<LiveAdmission, LineupError> {
+) -> Result<CheckedAdmission, LineupError> {
     let token = token.ok_or(access_token::TokenRejection::Missing)?;
     let verified = match access_token::verify(&keys.ring(), token, event, caller, now) {
         // Signed by a key this instance has not fetched yet (a rotation reaching instances at
@@ -461,8 +464,21 @@ pub async fn check_admitted(
         (Some(event_limit), Some(group_limit)) => Some(event_limit.min(group_limit)),
         (event_limit, group_limit) => event_limit.or(group_limit),
     };
-    Ok(LiveAdmission {
+    Ok(CheckedAdmission {
+        expires_at: live.expires_at,
         ticket_limit,
-        ..live
+        group: verified.group,
     })
+}
+
+/// An admission [`check_admitted`] found live, with the rules of the shopping it allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedAdmission {
+    /// When the admission ends.
+    pub expires_at: SystemTime,
+    /// The tighter of the event's ticket limit and the admitting group's (`None`: no limit).
+    pub ticket_limit: Option<u32>,
+    /// The priority group whose line admitted the customer, from the signed token (`None`: the
+    /// event's own line): the seats set aside for that group are theirs to hold.
+    pub group: Option<GroupName>,
 }

@@ -210,6 +210,7 @@ impl QueueApi {
                         &event.event(),
                         customer,
                         *expires_at,
+                        event.group().as_ref(),
                         group_ticket_limit,
                     ),
                     expires_at: rfc3339(*expires_at),

@@ -19,6 +19,7 @@ use crate::application::rebuild::SeatStates;
 use crate::domain::ids::{EventId, SeatId};
 use crate::domain::layout::SeatLayout;
 use crate::domain::seat::SeatStatus;
+use crate::domain::seat_allocation::{SeatAllocations, SeatReservation};
 
 /// What a seeding did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,20 +49,34 @@ pub enum SeedOutcome {
 pub trait SeatWriter: SeatStates {
     /// Writes every seat of `layout`, AVAILABLE, without conditions: only for an event with no
     /// current layout yet, where no hold can exist.
+    /// Each seat of a section in `allocations` carries its reservation.
     async fn write_new_seats(
         &self,
         event: &EventId,
         layout: &SeatLayout,
+        allocations: &SeatAllocations,
     ) -> Result<(), LineupError>;
 
-    /// Writes every seat of `layout`, AVAILABLE, except seats in use (held or sold), which are
-    /// left alone and returned.
+    /// Writes every seat of `layout`, AVAILABLE (with its section's reservation in
+    /// `allocations`), except seats in use (held or sold), which are left alone and returned.
     async fn seed_seats(
         &self,
         event: &EventId,
         layout: &SeatLayout,
+        allocations: &SeatAllocations,
         now: SystemTime,
     ) -> Result<Vec<SeatId>, LineupError>;
+
+    /// Sets `reservation` on each of `seats` (the seats of one section), or takes theirs away
+    /// (`None`), whatever their status: what a change of a group's allocation writes
+    /// ([`crate::domain::seat_allocation`]). A seat not stored is skipped. Returns how many
+    /// seats were written.
+    async fn reserve_seats(
+        &self,
+        event: &EventId,
+        seats: &[SeatId],
+        reservation: Option<&SeatReservation>,
+    ) -> Result<usize, LineupError>;
 }
 
 /// A seeding: the ledger, the layouts and the seat map it writes.
@@ -75,11 +90,13 @@ pub struct Seeding<'a> {
 }
 
 impl Seeding<'_> {
-    /// Seeds `event` with `layout`, unless a seat of its current layout is held or sold.
+    /// Seeds `event` with `layout`, unless a seat of its current layout is held or sold; the
+    /// seats of the sections in `allocations` are written set aside for their group.
     pub async fn seed(
         &self,
         event: &EventId,
         layout: &SeatLayout,
+        allocations: &SeatAllocations,
         now: SystemTime,
     ) -> Result<SeedOutcome, LineupError> {
         let current = self.layouts.current_layout(event).await?;
@@ -102,7 +119,9 @@ impl Seeding<'_> {
         if current.is_none() {
             // The first seeding: no hold can exist before a layout is current, so the seats go
             // in batches, without conditions, and the layout is made current after them.
-            self.ledger.write_new_seats(event, layout).await?;
+            self.ledger
+                .write_new_seats(event, layout, allocations)
+                .await?;
         }
         self.layouts.set_current_layout(event, &summary).await?;
         self.board.set_layout(event, &summary).await?;
@@ -110,7 +129,11 @@ impl Seeding<'_> {
         self.board.install(event, &summary, &all_available).await?;
         let in_use = match current {
             None => Vec::new(),
-            Some(_) => self.ledger.seed_seats(event, layout, now).await?,
+            Some(_) => {
+                self.ledger
+                    .seed_seats(event, layout, allocations, now)
+                    .await?
+            }
         };
         if !in_use.is_empty() {
             return Ok(SeedOutcome::SeededAround { in_use });

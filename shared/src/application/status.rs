@@ -40,6 +40,7 @@ use crate::application::ports::queue::StatusBoard;
 use crate::domain::draw::DrawSummary;
 use crate::domain::event_settings::QueueState;
 use crate::domain::ids::EventId;
+use crate::domain::seat_allocation::SeatAllocations;
 use crate::domain::status::{EventStatus, StatusInputs};
 
 /// A published draw never changes: caches may keep it for good.
@@ -274,10 +275,22 @@ async fn route(api: &StatusApi, request: &Request) -> Result<Response<Body>, Lin
             }
             Projection::NoLayout => Err(LineupError::EventNotFound),
             Projection::Rebuilding(_) => Err(LineupError::AvailabilityRebuilding),
-            Projection::Ready(availability) => Ok(document(
-                to_json(&AvailabilityDocument::new(&event, &availability)),
-                AvailabilityDocument::cache_control(),
-            )),
+            Projection::Ready(availability) => {
+                // Sections set aside for a presale group are said so (ADR 0032), from the
+                // event's record as this instance last read it (at most a few seconds old).
+                let allocations = api
+                    .events
+                    .record(&event)
+                    .await?
+                    .map(|record| SeatAllocations::of(&record.settings.groups))
+                    .unwrap_or_default();
+                let seat_map = AvailabilityDocument::new(&event, &availability)
+                    .set_aside(&allocations, std::time::SystemTime::now());
+                Ok(document(
+                    to_json(&seat_map),
+                    AvailabilityDocument::cache_control(),
+                ))
+            }
         },
         Some("GET /events/{eventId}/layout") => {
             let summary = match api.seats.summary(&event).await? {

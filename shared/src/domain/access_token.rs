@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
 use crate::domain::clock::{from_unix_millis, unix_millis};
-use crate::domain::ids::{CustomerId, EventId};
+use crate::domain::ids::{CustomerId, EventId, GroupName};
 use crate::domain::keys::KeyRing;
 use crate::domain::signing::{KeyId, SigningKey};
 
@@ -69,6 +69,10 @@ struct Claims {
     /// (docs/decisions/0031-priority-groups.md); absent: only the event's limit
     #[serde(default, skip_serializing_if = "Option::is_none")]
     l: Option<u32>,
+    /// the priority group whose line admitted the customer, if any: the seats set aside for it
+    /// (docs/decisions/0032-seat-allocations.md) are theirs to hold; absent: the event's own line
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    g: Option<String>,
 }
 
 /// A token whose signature, event, customer and expiry have been checked.
@@ -83,6 +87,8 @@ pub struct VerifiedToken {
     /// The ticket limit of the priority group that admitted the customer (`None`: the event's
     /// limit alone applies).
     pub group_ticket_limit: Option<u32>,
+    /// The priority group whose line admitted the customer (`None`: the event's own line).
+    pub group: Option<GroupName>,
 }
 
 /// Signs a token for `customer`'s admission to `event`, valid until `expires_at`.
@@ -92,16 +98,18 @@ pub fn issue(
     customer: &CustomerId,
     expires_at: SystemTime,
 ) -> String {
-    issue_in_group(key, event, customer, expires_at, None)
+    issue_in_group(key, event, customer, expires_at, None, None)
 }
 
-/// [`issue`], for an admission from a priority group's line whose own ticket limit is
-/// `group_ticket_limit`: the hold path applies it on top of the event's.
+/// [`issue`], for an admission from `group`'s line, whose own ticket limit is
+/// `group_ticket_limit`: the hold path applies it on top of the event's, and lets the customer
+/// hold the seats set aside for the group.
 pub fn issue_in_group(
     key: &SigningKey,
     event: &EventId,
     customer: &CustomerId,
     expires_at: SystemTime,
+    group: Option<&GroupName>,
     group_ticket_limit: Option<u32>,
 ) -> String {
     let claims = Claims {
@@ -110,6 +118,7 @@ pub fn issue_in_group(
         q: key.queue_id(event, customer).as_str().to_owned(),
         x: unix_millis(expires_at),
         l: group_ticket_limit,
+        g: group.map(|group| group.as_str().to_owned()),
     };
     let payload = URL_SAFE_NO_PAD.encode(
         serde_json::to_vec(&claims).expect("claims of plain strings and numbers always serialise"),
@@ -161,6 +170,10 @@ pub fn verify(
     if claims.c != caller.as_str() {
         return Err(TokenRejection::OtherCustomer);
     }
+    let group = match claims.g.as_deref() {
+        None => None,
+        Some(name) => Some(GroupName::parse(name).map_err(|_| TokenRejection::Malformed)?),
+    };
     let expires_at = from_unix_millis(claims.x);
     if expires_at <= now {
         return Err(TokenRejection::Expired);
@@ -170,6 +183,7 @@ pub fn verify(
         customer: caller.clone(),
         expires_at,
         group_ticket_limit: claims.l,
+        group,
     })
 }
 
@@ -193,9 +207,11 @@ mod tests {
         let event = EventId::parse("ev").unwrap();
         let alice = CustomerId::parse("alice").unwrap();
         let until = now + Duration::from_secs(60);
-        let limited = issue_in_group(&key(1), &event, &alice, until, Some(2));
+        let fanclub = GroupName::parse("fanclub").unwrap();
+        let limited = issue_in_group(&key(1), &event, &alice, until, Some(&fanclub), Some(2));
         let verified = verify(&ring(1), &limited, &event, &alice, now).unwrap();
         assert_eq!(verified.group_ticket_limit, Some(2));
+        assert_eq!(verified.group, Some(fanclub));
         let plain = issue(&key(1), &event, &alice, until);
         assert_eq!(
             verify(&ring(1), &plain, &event, &alice, now)
@@ -208,6 +224,13 @@ mod tests {
         let claims = String::from_utf8(URL_SAFE_NO_PAD.decode(parts[2]).unwrap()).unwrap();
         let lifted = URL_SAFE_NO_PAD.encode(claims.replace(",\"l\":2", ""));
         let forged = format!("{}.{}.{}.{}", parts[0], parts[1], lifted, parts[3]);
+        assert_eq!(
+            verify(&ring(1), &forged, &event, &alice, now),
+            Err(TokenRejection::BadSignature)
+        );
+        // So does claiming another group (whose seats set aside would then be open to them).
+        let moved = URL_SAFE_NO_PAD.encode(claims.replace("\"g\":\"fanclub\"", "\"g\":\"vip\""));
+        let forged = format!("{}.{}.{}.{}", parts[0], parts[1], moved, parts[3]);
         assert_eq!(
             verify(&ring(1), &forged, &event, &alice, now),
             Err(TokenRejection::BadSignature)
@@ -332,6 +355,7 @@ mod tests {
             q: key(1).queue_id(&event, &alice).as_str().to_owned(),
             x: unix_millis(now + Duration::from_secs(60)),
             l: None,
+            g: None,
         };
         let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).unwrap());
         let signature = URL_SAFE_NO_PAD.encode(key(1).mac(LEGACY_PURPOSE, &[payload.as_bytes()]));

@@ -17,6 +17,7 @@
 //! - [`money`]: amounts in ISO 4217 minor units, and in Stripe's unit.
 //! - [`proof_of_work`]: the bot challenge an event may ask of every joiner.
 //! - [`priority_group`]: presale groups, admitted before everyone else, each in a line of its own.
+//! - [`seat_allocation`]: sections set aside for a priority group until its window ends.
 //! - [`access_code`]: the codes an event may require at join, and their stored hashes.
 
 pub mod access_code;
@@ -32,6 +33,7 @@ pub mod money;
 pub mod priority_group;
 pub mod proof_of_work;
 pub mod seat;
+pub mod seat_allocation;
 pub mod signing;
 pub mod status;
 pub mod wait_forecast;

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::ids::{EventId, GroupName};
+use crate::domain::seat_allocation::{valid_section_name, MAX_SECTIONS_PER_GROUP};
 
 /// The most groups an event may have: each is one more line ticked every second, and one more
 /// membership lookup for a joiner of the groups behind it.
@@ -101,6 +102,10 @@ pub struct PriorityGroup {
     /// (a presale's own limit, on top of the event's, which spans every line); `None`: the
     /// event's limit alone.
     pub ticket_limit: Option<u32>,
+    /// The sections set aside for its members until its window ends (an allocation,
+    /// [`crate::domain::seat_allocation`]): only customers admitted through its line may hold
+    /// their seats meanwhile. Empty: none.
+    pub sections: Vec<String>,
 }
 
 impl PriorityGroup {
@@ -127,6 +132,15 @@ pub enum InvalidGroups {
     /// A window that closes before it opens.
     #[error("the group {0} closes before it opens")]
     ClosesBeforeOpening(String),
+    /// Seats set aside with no window to give them back at.
+    #[error("the group {0} sets seats aside, so it needs a window's end (--closes-at) to give them back at")]
+    AllocationWithoutWindow(String),
+    /// A section set aside for two groups, or twice.
+    #[error("the section {0:?} is set aside twice")]
+    SectionTwice(String),
+    /// A section name no hold could name, or too many sections.
+    #[error("the group {0} sets aside a section with an invalid name, or more than {MAX_SECTIONS_PER_GROUP} sections")]
+    InvalidSections(String),
 }
 
 impl PriorityGroups {
@@ -136,6 +150,7 @@ impl PriorityGroups {
             return Err(InvalidGroups::TooMany);
         }
         let mut seen = HashSet::new();
+        let mut sections = HashSet::new();
         for group in &groups {
             if !seen.insert(group.name.clone()) {
                 return Err(InvalidGroups::Repeated(group.name.to_string()));
@@ -145,6 +160,24 @@ impl PriorityGroups {
                 .is_some_and(|closes| closes <= group.opens_at)
             {
                 return Err(InvalidGroups::ClosesBeforeOpening(group.name.to_string()));
+            }
+            if group.sections.is_empty() {
+                continue;
+            }
+            if group.closes_at.is_none() {
+                return Err(InvalidGroups::AllocationWithoutWindow(
+                    group.name.to_string(),
+                ));
+            }
+            if group.sections.len() > MAX_SECTIONS_PER_GROUP
+                || !group.sections.iter().all(|name| valid_section_name(name))
+            {
+                return Err(InvalidGroups::InvalidSections(group.name.to_string()));
+            }
+            for section in &group.sections {
+                if !sections.insert(section.as_str()) {
+                    return Err(InvalidGroups::SectionTwice(section.clone()));
+                }
             }
         }
         Ok(Self(groups))
@@ -217,6 +250,8 @@ struct StoredGroup {
     closes_at_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ticket_limit: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    sections: Vec<String>,
 }
 
 impl From<&PriorityGroup> for StoredGroup {
@@ -227,6 +262,7 @@ impl From<&PriorityGroup> for StoredGroup {
             opens_at_ms: unix_millis(group.opens_at),
             closes_at_ms: group.closes_at.map(unix_millis),
             ticket_limit: group.ticket_limit,
+            sections: group.sections.clone(),
         }
     }
 }
@@ -240,6 +276,7 @@ impl TryFrom<StoredGroup> for PriorityGroup {
             opens_at: from_unix_millis(stored.opens_at_ms),
             closes_at: stored.closes_at_ms.map(from_unix_millis),
             ticket_limit: stored.ticket_limit.filter(|limit| *limit > 0),
+            sections: stored.sections,
         })
     }
 }
@@ -260,6 +297,7 @@ mod tests {
             opens_at: at(0),
             closes_at: Some(at(3_600)),
             ticket_limit: None,
+            sections: Vec::new(),
         }
     }
 
@@ -372,5 +410,37 @@ mod tests {
         .unwrap();
         assert_eq!(PriorityGroups::from_json(&groups.to_json()), Some(groups));
         assert_eq!(PriorityGroups::from_json("[{\"name\":\"General\"}]"), None);
+    }
+
+    #[test]
+    fn seats_are_set_aside_for_one_group_and_only_with_a_window_to_give_them_back_at() {
+        let with = |name: &str, sections: &[&str]| PriorityGroup {
+            sections: sections.iter().map(|s| (*s).to_owned()).collect(),
+            ..group(name, Membership::List)
+        };
+        let allocated =
+            PriorityGroups::new(vec![with("fanclub", &["Floor"]), with("card", &["A"])]).unwrap();
+        assert_eq!(
+            PriorityGroups::from_json(&allocated.to_json()),
+            Some(allocated)
+        );
+        assert_eq!(
+            PriorityGroups::new(vec![with("fanclub", &["Floor"]), with("card", &["Floor"])]),
+            Err(InvalidGroups::SectionTwice("Floor".into()))
+        );
+        let forever = PriorityGroup {
+            closes_at: None,
+            ..with("fanclub", &["Floor"])
+        };
+        assert_eq!(
+            PriorityGroups::new(vec![forever]),
+            Err(InvalidGroups::AllocationWithoutWindow("fanclub".into()))
+        );
+        assert!(PriorityGroups::new(vec![with("fanclub", &[""])]).is_err());
+        let too_many: Vec<String> = (0..=MAX_SECTIONS_PER_GROUP)
+            .map(|i| format!("S{i}"))
+            .collect();
+        let too_many: Vec<&str> = too_many.iter().map(String::as_str).collect();
+        assert!(PriorityGroups::new(vec![with("fanclub", &too_many)]).is_err());
     }
 }

@@ -15,7 +15,7 @@ use crate::adapters::dynamo::{
 use crate::application::error::{HoldRefused, LineupError};
 use crate::application::ports::ledger::{HoldRequest, Order, OrderStatus};
 use crate::domain::clock::unix_millis;
-use crate::domain::ids::{CustomerId, EventId, OrderId};
+use crate::domain::ids::{CustomerId, EventId, GroupName, OrderId};
 use crate::domain::seat::SeatStatus;
 
 impl DynamoLedger {
@@ -56,7 +56,21 @@ impl DynamoLedger {
         let expires_at = unix_millis(request.now + self.hold_duration);
 
         // Per seat: taken only if AVAILABLE, or HELD by a hold that has lapsed (correctness never
-        // waits for the expiry sweep), and only at the price the customer was shown.
+        // waits for the expiry sweep), only at the price the customer was shown, and, if the
+        // seat is set aside for a priority group (ADR 0032), only by a customer admitted through
+        // that group's line or once the group's window has ended.
+        let reserved_condition = match &request.group {
+            Some(_) => {
+                "(attribute_not_exists(reserved_until) OR reserved_until <= :now \
+                 OR reserved_for = :group)"
+            }
+            None => "(attribute_not_exists(reserved_until) OR reserved_until <= :now)",
+        };
+        let seat_condition = format!(
+            "attribute_exists(pk) AND price = :price AND \
+             (#status = :available OR (#status = :held AND hold_expires_at < :now)) AND \
+             {reserved_condition}"
+        );
         let mut items: Vec<TransactWriteItem> = request
             .seats
             .iter()
@@ -67,10 +81,10 @@ impl DynamoLedger {
                     .update_expression(
                         "SET #status = :held, held_by = :order, hold_expires_at = :expires",
                     )
-                    .condition_expression(
-                        "attribute_exists(pk) AND price = :price AND \
-                         (#status = :available OR (#status = :held AND hold_expires_at < :now))",
-                    )
+                    .condition_expression(&seat_condition)
+                    .set_expression_attribute_values(request.group.as_ref().map(|group| {
+                        std::collections::HashMap::from([(":group".to_owned(), s(group.as_str()))])
+                    }))
                     .expression_attribute_names("#status", "status")
                     .expression_attribute_values(":held", s(SeatStatus::Held.as_str()))
                     .expression_attribute_values(":available", s(SeatStatus::Available.as_str()))
@@ -188,6 +202,21 @@ impl DynamoLedger {
                     .collect();
                 if !repriced.is_empty() {
                     return Err(HoldRefused::PriceChanged(repriced).into());
+                }
+                // A seat set aside for another group (its window not ended): not taken, not
+                // for this customer yet.
+                let reserved: Vec<String> = request
+                    .seats
+                    .iter()
+                    .zip(seat_reasons)
+                    .filter(|(_, reason)| {
+                        condition_failed(reason)
+                            && reserved_for_another(reason, request.group.as_ref(), now)
+                    })
+                    .map(|(seat, _)| seat.seat_id.as_str().to_owned())
+                    .collect();
+                if !reserved.is_empty() {
+                    return Err(HoldRefused::SeatsReserved(reserved).into());
                 }
                 // Seats the customer's own open hold has are not "taken by someone": that case
                 // is `hold_exists` below.
@@ -321,6 +350,21 @@ fn stored_price(reason: &CancellationReason) -> Option<i64> {
         .and_then(|seat| seat.get("price"))
         .and_then(|price| price.as_n().ok())
         .and_then(|price| price.parse().ok())
+}
+
+/// Whether a seat whose condition failed is set aside, at `now` (Unix ms), for another group than
+/// `group` (from the item returned with the failure).
+fn reserved_for_another(reason: &CancellationReason, group: Option<&GroupName>, now: u64) -> bool {
+    let Some(seat) = reason.item() else {
+        return false;
+    };
+    let until: Option<u64> = seat
+        .get("reserved_until")
+        .and_then(|until| until.as_n().ok())
+        .and_then(|until| until.parse().ok());
+    let for_group = seat.get("reserved_for").and_then(|by| by.as_s().ok());
+    until.is_some_and(|until| until > now)
+        && for_group.map(String::as_str) != group.map(GroupName::as_str)
 }
 
 /// The order holding a seat whose condition failed (from the item returned with the failure).

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::application::error::LineupError;
 use crate::application::ports::ledger::{Order, OrderStatus};
-use crate::domain::clock::from_unix_millis;
+use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::ids::{CustomerId, EventId, OrderId, PaymentId, SeatId};
 use crate::domain::seat::SeatStatus;
 
@@ -111,6 +111,12 @@ pub(crate) struct SeatItem {
     pub held_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_expires_at: Option<u64>,
+    /// The priority group the seat is set aside for, until `reserved_until` (Unix ms): the
+    /// hold's condition reads them (docs/decisions/0032-seat-allocations.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_for: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_until: Option<u64>,
     /// The layout the seat was seeded with, and the seat's index in it: what the stream hands
     /// the availability projection.
     pub layout_version: String,
@@ -123,6 +129,7 @@ impl SeatItem {
         seat: &crate::domain::seat::NewSeat,
         version: &str,
         index: u32,
+        reservation: Option<&crate::domain::seat_allocation::SeatReservation>,
     ) -> Self {
         Self {
             pk: seat_pk(event, &seat.seat_id),
@@ -135,6 +142,8 @@ impl SeatItem {
             status: SeatStatus::Available,
             held_by: None,
             hold_expires_at: None,
+            reserved_for: reservation.map(|reserved| reserved.group.as_str().to_owned()),
+            reserved_until: reservation.map(|reserved| unix_millis(reserved.until)),
             layout_version: version.to_owned(),
             layout_index: index,
         }

@@ -18,6 +18,7 @@ use crate::domain::ids::OrderId;
 use crate::domain::ids::{EventId, SeatId};
 use crate::domain::layout::SeatLayout;
 use crate::domain::seat::SeatStatus;
+use crate::domain::seat_allocation::{SeatAllocations, SeatReservation};
 
 /// BatchGetItem takes at most 100 keys.
 const READ_BATCH: usize = 100;
@@ -33,16 +34,19 @@ impl DynamoLedger {
         &self,
         event: &EventId,
         layout: &SeatLayout,
+        allocations: &SeatAllocations,
         now: SystemTime,
     ) -> Result<Vec<SeatId>, LineupError> {
         let now = unix_millis(now);
         let version = layout.version();
         let puts = layout.seats().map(|(index, seat)| async move {
+            let reservation = allocations.section(&seat.section);
+            let item = SeatItem::new(event, &seat, version, index, reservation);
             let put = self
                 .client
                 .put_item()
                 .table_name(&self.tables.seats)
-                .set_item(Some(to_item(&SeatItem::new(event, &seat, version, index))?))
+                .set_item(Some(to_item(&item)?))
                 .condition_expression(
                     "attribute_not_exists(pk) OR #status = :available \
                      OR (#status = :held AND hold_expires_at < :now)",
@@ -76,11 +80,15 @@ impl DynamoLedger {
         &self,
         event: &EventId,
         layout: &SeatLayout,
+        allocations: &SeatAllocations,
     ) -> Result<(), LineupError> {
         let version = layout.version();
         let items: Vec<HashMap<String, AttributeValue>> = layout
             .seats()
-            .map(|(index, seat)| to_item(&SeatItem::new(event, &seat, version, index)))
+            .map(|(index, seat)| {
+                let reservation = allocations.section(&seat.section);
+                to_item(&SeatItem::new(event, &seat, version, index, reservation))
+            })
             .collect::<Result<_, _>>()?;
         crate::adapters::dynamo::batch_write::put_all(
             &self.client,
@@ -89,6 +97,42 @@ impl DynamoLedger {
             SEED_CONCURRENCY,
         )
         .await
+    }
+
+    /// Sets (or, `None`, removes) the reservation of each seat, [`SEED_CONCURRENCY`] updates in
+    /// flight, each conditioned on the seat existing and touching nothing else: a held or sold
+    /// seat keeps its hold or sale.
+    pub async fn reserve_seats(
+        &self,
+        event: &EventId,
+        seats: &[SeatId],
+        reservation: Option<&SeatReservation>,
+    ) -> Result<usize, LineupError> {
+        let updates = seats.iter().cloned().map(|seat| async move {
+            let update = self
+                .client
+                .update_item()
+                .table_name(&self.tables.seats)
+                .key("pk", seat_key(event, &seat))
+                .condition_expression("attribute_exists(pk)");
+            let update = match reservation {
+                Some(reserved) => update
+                    .update_expression("SET reserved_for = :group, reserved_until = :until")
+                    .expression_attribute_values(":group", s(reserved.group.as_str()))
+                    .expression_attribute_values(":until", n(unix_millis(reserved.until))),
+                None => update.update_expression("REMOVE reserved_for, reserved_until"),
+            };
+            match update.send().await {
+                Ok(_) => Ok(1),
+                Err(error) if is_condition_failure(&error) => Ok(0),
+                Err(error) => Err(store_error(error)),
+            }
+        });
+        let written: Vec<usize> = futures::stream::iter(updates)
+            .buffer_unordered(SEED_CONCURRENCY)
+            .try_collect()
+            .await?;
+        Ok(written.into_iter().sum())
     }
 
     /// A seat in use keeps its status and gets its place in a new layout.
@@ -154,17 +198,28 @@ impl SeatWriter for DynamoLedger {
         &self,
         event: &EventId,
         layout: &SeatLayout,
+        allocations: &SeatAllocations,
     ) -> Result<(), LineupError> {
-        DynamoLedger::write_new_seats(self, event, layout).await
+        DynamoLedger::write_new_seats(self, event, layout, allocations).await
     }
 
     async fn seed_seats(
         &self,
         event: &EventId,
         layout: &SeatLayout,
+        allocations: &SeatAllocations,
         now: SystemTime,
     ) -> Result<Vec<SeatId>, LineupError> {
-        DynamoLedger::seed_seats(self, event, layout, now).await
+        DynamoLedger::seed_seats(self, event, layout, allocations, now).await
+    }
+
+    async fn reserve_seats(
+        &self,
+        event: &EventId,
+        seats: &[SeatId],
+        reservation: Option<&SeatReservation>,
+    ) -> Result<usize, LineupError> {
+        DynamoLedger::reserve_seats(self, event, seats, reservation).await
     }
 }
 

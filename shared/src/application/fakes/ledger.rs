@@ -34,9 +34,10 @@ use crate::application::ports::refunds::{
 use crate::application::rebuild::SeatStates;
 use crate::application::seeding::SeatWriter;
 use crate::domain::clock::{from_unix_millis, rfc3339, unix_millis};
-use crate::domain::ids::{CustomerId, EventId, OrderId, PaymentId, SeatId};
+use crate::domain::ids::{CustomerId, EventId, GroupName, OrderId, PaymentId, SeatId};
 use crate::domain::layout::SeatLayout;
 use crate::domain::seat::{NewSeat, SeatStatus};
+use crate::domain::seat_allocation::{SeatAllocations, SeatReservation};
 
 /// A seat item (`SeatItem`): times in Unix milliseconds, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +50,9 @@ pub(crate) struct StoredSeat {
     /// The order holding it, or (once SOLD) the order it was sold to.
     pub(crate) held_by: Option<String>,
     pub(crate) hold_expires_at_ms: Option<u64>,
+    /// The group the seat is set aside for, and until when (Unix ms): `reserved_for` and
+    /// `reserved_until`.
+    pub(crate) reserved: Option<(String, u64)>,
     pub(crate) layout_version: String,
     pub(crate) layout_index: u32,
 }
@@ -63,6 +67,7 @@ impl StoredSeat {
             status: SeatStatus::Available,
             held_by: None,
             hold_expires_at_ms: None,
+            reserved: None,
             layout_version: version.to_owned(),
             layout_index: index,
         }
@@ -215,11 +220,23 @@ impl LedgerTables {
         }
     }
 
-    fn write_new_seat(&mut self, event: &EventId, seat: &NewSeat, version: &str, index: u32) {
-        self.seats.insert(
-            (event.clone(), seat.seat_id.clone()),
-            StoredSeat::new(seat, version, index),
-        );
+    fn write_new_seat(
+        &mut self,
+        event: &EventId,
+        seat: &NewSeat,
+        version: &str,
+        index: u32,
+        reservation: Option<&SeatReservation>,
+    ) {
+        let mut stored = StoredSeat::new(seat, version, index);
+        stored.reserved = reservation.map(|reserved| {
+            (
+                reserved.group.as_str().to_owned(),
+                unix_millis(reserved.until),
+            )
+        });
+        self.seats
+            .insert((event.clone(), seat.seat_id.clone()), stored);
     }
 }
 
@@ -228,6 +245,8 @@ impl LedgerTables {
 struct SeatFailure {
     stored_price: Option<i64>,
     held_by: Option<String>,
+    /// Set aside, at the time of the hold, for another group than the customer's.
+    reserved_for_another: bool,
 }
 
 /// What a settlement transaction's conditions found, item by item, in the adapter's order:
@@ -309,7 +328,7 @@ impl MemoryLedger {
         for (index, seat) in layout.seats() {
             state
                 .tables
-                .write_new_seat(event, &seat, layout.version(), index);
+                .write_new_seat(event, &seat, layout.version(), index, None);
         }
     }
 
@@ -451,6 +470,7 @@ impl LedgerTables {
                     return Some(SeatFailure {
                         stored_price: None,
                         held_by: None,
+                        reserved_for_another: false,
                     });
                 };
                 let free = stored.status == SeatStatus::Available
@@ -458,9 +478,15 @@ impl LedgerTables {
                         && stored
                             .hold_expires_at_ms
                             .is_some_and(|expires| expires < now));
-                (stored.price != seat.price || !free).then(|| SeatFailure {
+                // Set aside for a group (ADR 0032): only its members, until its window ends.
+                let reserved_for_another =
+                    stored.reserved.as_ref().is_some_and(|(group, until)| {
+                        *until > now && request.group.as_ref().map(GroupName::as_str) != Some(group)
+                    });
+                (stored.price != seat.price || !free || reserved_for_another).then(|| SeatFailure {
                     stored_price: Some(stored.price),
                     held_by: stored.held_by.clone(),
+                    reserved_for_another,
                 })
             })
             .collect();
@@ -559,6 +585,13 @@ impl LedgerTables {
             .collect();
         if !repriced.is_empty() {
             return Err(HoldRefused::PriceChanged(repriced).into());
+        }
+        let reserved: Vec<String> = failed()
+            .filter(|(_, reason)| reason.reserved_for_another)
+            .map(|(seat, _)| seat.seat_id.as_str().to_owned())
+            .collect();
+        if !reserved.is_empty() {
+            return Err(HoldRefused::SeatsReserved(reserved).into());
         }
         let taken: Vec<String> = failed()
             .filter(|(_, reason)| {
@@ -1405,14 +1438,38 @@ impl SeatWriter for MemoryLedger {
         &self,
         event: &EventId,
         layout: &SeatLayout,
+        allocations: &SeatAllocations,
     ) -> Result<(), LineupError> {
         let mut state = self.enter("write_new_seats")?;
         for (index, seat) in layout.seats() {
+            let reservation = allocations.section(&seat.section);
             state
                 .tables
-                .write_new_seat(event, &seat, layout.version(), index);
+                .write_new_seat(event, &seat, layout.version(), index, reservation);
         }
         Ok(())
+    }
+
+    async fn reserve_seats(
+        &self,
+        event: &EventId,
+        seats: &[SeatId],
+        reservation: Option<&SeatReservation>,
+    ) -> Result<usize, LineupError> {
+        let mut state = self.enter("reserve_seats")?;
+        let mut written = 0;
+        for seat in seats {
+            if let Some(stored) = state.tables.seats.get_mut(&(event.clone(), seat.clone())) {
+                stored.reserved = reservation.map(|reserved| {
+                    (
+                        reserved.group.as_str().to_owned(),
+                        unix_millis(reserved.until),
+                    )
+                });
+                written += 1;
+            }
+        }
+        Ok(written)
     }
 
     /// Each seat put AVAILABLE unless in use (held by an unlapsed hold, or sold): a seat in use
@@ -1421,6 +1478,7 @@ impl SeatWriter for MemoryLedger {
         &self,
         event: &EventId,
         layout: &SeatLayout,
+        allocations: &SeatAllocations,
         now: SystemTime,
     ) -> Result<Vec<SeatId>, LineupError> {
         let mut state = self.enter("seed_seats")?;
@@ -1441,7 +1499,12 @@ impl SeatWriter for MemoryLedger {
                     stored.layout_index = index;
                     in_use.push(seat.seat_id);
                 }
-                _ => state.tables.write_new_seat(event, &seat, version, index),
+                _ => {
+                    let reservation = allocations.section(&seat.section);
+                    state
+                        .tables
+                        .write_new_seat(event, &seat, version, index, reservation)
+                }
             }
         }
         Ok(in_use)

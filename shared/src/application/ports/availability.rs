@@ -10,14 +10,18 @@
 //! Stream changes that arrive while it is missing are kept aside and laid over the rebuilt
 //! bitsets, so a change that raced the rebuild's reads is not lost.
 
+use std::time::SystemTime;
+
 use async_trait::async_trait;
 use base64::Engine;
 use serde::Serialize;
 
 use crate::application::error::LineupError;
+use crate::domain::clock::rfc3339;
 use crate::domain::ids::EventId;
 use crate::domain::layout::LayoutSummary;
 use crate::domain::seat::SeatStatus;
+use crate::domain::seat_allocation::SeatAllocations;
 
 /// One seat's new status, as a stream record tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,6 +138,14 @@ pub struct SectionAvailability {
     /// Base64 of the section's bitset: bit i (most significant bit first) is set when the
     /// section's seat i, in layout order, is available.
     pub bits: String,
+    /// The priority group the section is set aside for (an allocation, ADR 0032): its seats
+    /// are held only by customers admitted through that group's line until `reservedUntil`,
+    /// then go back on general sale. Absent: on general sale.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserved_for: Option<String>,
+    /// When the section goes back on general sale (RFC 3339), with `reservedFor`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserved_until: Option<String>,
 }
 
 /// `GET /events/{eventId}/seats`: availability only, a bitset per section, and the layout version
@@ -169,6 +181,8 @@ impl AvailabilityDocument {
                     seats: section.seats,
                     available: bits.iter().map(|byte| byte.count_ones()).sum(),
                     bits: base64::engine::general_purpose::STANDARD.encode(bits),
+                    reserved_for: None,
+                    reserved_until: None,
                 }
             })
             .collect();
@@ -180,6 +194,22 @@ impl AvailabilityDocument {
             available: sections.iter().map(|section| section.available).sum(),
             sections,
         }
+    }
+
+    /// The same, each section set aside at `now` by `allocations` saying for which group and
+    /// until when.
+    pub fn set_aside(mut self, allocations: &SeatAllocations, now: SystemTime) -> Self {
+        for section in &mut self.sections {
+            let Some(reserved) = allocations
+                .section(&section.name)
+                .filter(|reserved| reserved.in_force(now))
+            else {
+                continue;
+            };
+            section.reserved_for = Some(reserved.group.as_str().to_owned());
+            section.reserved_until = Some(rfc3339(reserved.until));
+        }
+        self
     }
 
     /// How long caches may keep it: a second, then serve it stale for two more while one
@@ -238,5 +268,32 @@ mod tests {
         // Balcony: seats 3..9 = 1,1,0,0,0,1 → 0b1100_0100.
         assert_eq!(document.sections[1].bits, "xA==");
         assert_eq!(document.layout, "/events/e1/layout/v1");
+
+        // The Floor set aside for the fan club until t+60 s: said until then, not after.
+        let now = crate::domain::clock::from_unix_millis(1_800_000_000_000);
+        let groups = crate::domain::priority_group::PriorityGroups::new(vec![
+            crate::domain::priority_group::PriorityGroup {
+                name: crate::domain::ids::GroupName::parse("fanclub").unwrap(),
+                membership: crate::domain::priority_group::Membership::List,
+                opens_at: now,
+                closes_at: Some(now + std::time::Duration::from_secs(60)),
+                ticket_limit: None,
+                sections: vec!["Floor".into()],
+            },
+        ])
+        .unwrap();
+        let allocations = SeatAllocations::of(&groups);
+        let during = document.clone().set_aside(&allocations, now);
+        assert_eq!(during.sections[0].reserved_for.as_deref(), Some("fanclub"));
+        assert_eq!(
+            during.sections[0].reserved_until.as_deref(),
+            Some(rfc3339(now + std::time::Duration::from_secs(60)).as_str())
+        );
+        assert_eq!(during.sections[1].reserved_for, None);
+        let json = serde_json::to_value(&during).unwrap();
+        assert_eq!(json["sections"][0]["reservedFor"], "fanclub");
+        assert!(json["sections"][1].get("reservedFor").is_none());
+        let after = document.set_aside(&allocations, now + std::time::Duration::from_secs(60));
+        assert_eq!(after.sections[0].reserved_for, None);
     }
 }

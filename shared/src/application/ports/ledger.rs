@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::application::error::{LineupError, PaymentRefused};
-use crate::domain::ids::{CustomerId, EventId, OrderId, PaymentId, SeatId};
+use crate::domain::ids::{CustomerId, EventId, GroupName, OrderId, PaymentId, SeatId};
 use crate::domain::seat::Seat;
 
 /// How long a hold keeps its seats.
@@ -158,6 +158,10 @@ pub struct HoldRequest {
     /// At most this many seats per customer for the event: the seats they bought plus this
     /// hold's. `None`: no limit.
     pub ticket_limit: Option<u32>,
+    /// The priority group whose line admitted the customer (`None`: the event's own line): a
+    /// seat set aside for another group, its window not ended, is refused
+    /// ([`crate::domain::seat_allocation`]).
+    pub group: Option<GroupName>,
     /// The end of the admission the hold is made under.
     pub admission_expires_at: SystemTime,
     /// The time of the request: the hold's lifetime counts from it.

@@ -88,6 +88,7 @@ impl Sweep {
                 .map(|n| layout.seat(&seat(*n)).unwrap())
                 .collect(),
             ticket_limit: None,
+            group: None,
             admission_expires_at: now + secs(600),
             now,
         };

@@ -38,6 +38,7 @@ impl Presale {
                 opens_at: t0() - secs(60),
                 closes_at: Some(t0() + secs(100)),
                 ticket_limit: None,
+                sections: Vec::new(),
             },
             PriorityGroup {
                 name: GroupName::parse("insiders").unwrap(),
@@ -45,6 +46,7 @@ impl Presale {
                 opens_at: t0() - secs(60),
                 closes_at: None,
                 ticket_limit: None,
+                sections: Vec::new(),
             },
             PriorityGroup {
                 name: card_name.clone(),
@@ -55,6 +57,7 @@ impl Presale {
                 opens_at: t0() - secs(60),
                 closes_at: None,
                 ticket_limit: None,
+                sections: Vec::new(),
             },
         ])
         .unwrap();

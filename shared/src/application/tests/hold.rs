@@ -25,12 +25,13 @@ use crate::application::layout_catalogue::LayoutCatalogue;
 use crate::application::ports::ledger::{
     HoldRequest, Order, OrderStatus, SeatLedger, HOLD_DURATION,
 };
-use crate::application::seeding::{SeedOutcome, Seeding};
+use crate::application::seeding::{SeatWriter, SeedOutcome, Seeding};
 use crate::domain::access_token;
 use crate::domain::clock::{from_unix_millis, rfc3339, Clock, FixedClock};
-use crate::domain::ids::{CustomerId, EventId, OrderId, SeatId};
+use crate::domain::ids::{CustomerId, EventId, GroupName, OrderId, SeatId};
 use crate::domain::layout::{IndexedLayout, SeatLayout};
 use crate::domain::seat::{NewSeat, SeatStatus};
+use crate::domain::seat_allocation::SeatReservation;
 use crate::domain::signing::SigningKey;
 
 const HOLD_SAMPLE: &str = include_str!("../../../../events/hold.json");
@@ -212,7 +213,7 @@ impl Sale {
             layouts: records.as_ref(),
             board: seat_map.as_ref(),
         }
-        .seed(&event, &layout, clock.now())
+        .seed(&event, &layout, &Default::default(), clock.now())
         .await
         .expect("seed the venue");
         assert!(matches!(seeded, SeedOutcome::Seeded { seats: 28, .. }));
@@ -346,6 +347,7 @@ impl Sale {
                 .map(|id| indexed.seat(&seat(id)).expect("a seat of the venue"))
                 .collect(),
             ticket_limit: None,
+            group: None,
             admission_expires_at: self.now() + SESSION,
             now: self.now(),
         };
@@ -467,6 +469,64 @@ async fn a_taken_seat_is_named_and_nothing_is_written() {
     );
     assert_eq!(sale.held_by("F1-1").as_deref(), bobs["orderId"].as_str());
     assert_eq!(sale.seat_status("F1-2"), SeatStatus::Available);
+}
+
+#[tokio::test]
+async fn seats_set_aside_for_a_group_are_held_by_its_members_alone_until_its_window_ends() {
+    let sale = Sale::new().await;
+    let fanclub = GroupName::parse("fanclub").unwrap();
+    let window_end = sale.now() + Duration::from_secs(600);
+    let reservation = SeatReservation {
+        group: fanclub.clone(),
+        until: window_end,
+    };
+    let floor: Vec<SeatId> = sale
+        .layout
+        .seats()
+        .filter(|(_, seat)| seat.section == "Floor")
+        .map(|(_, seat)| seat.seat_id)
+        .collect();
+    let written = sale
+        .ledger
+        .reserve_seats(&sale.event, &floor, Some(&reservation))
+        .await
+        .unwrap();
+    assert_eq!(written, 24);
+    let (alice, fan) = (customer("alice"), customer("fan"));
+    let alices = sale.admit(&alice);
+    let until = sale.now() + SESSION;
+    sale.admissions.admit(&sale.event, &fan, until);
+    let fans =
+        access_token::issue_in_group(&sale.key, &sale.event, &fan, until, Some(&fanclub), None);
+    let before = sale.ledger.snapshot();
+
+    // Admitted through the general line: refused, by id or best available, nothing written.
+    let by_id = sale.hold(&alice, &alices, &["F1-1", "B1-1"]).await;
+    assert_eq!(
+        refusal(&by_id),
+        (StatusCode::CONFLICT, "seats_reserved".to_owned())
+    );
+    assert_eq!(body(&by_id)["error"]["seatIds"], json!(["F1-1"]));
+    let best = sale.hold_best(&alice, &alices, "Floor", 2).await;
+    assert_eq!(
+        refusal(&best),
+        (StatusCode::CONFLICT, "seats_reserved".to_owned())
+    );
+    assert_eq!(
+        sale.ledger.snapshot(),
+        before,
+        "a refused hold wrote something"
+    );
+
+    // Admitted through the fan club's line: held.
+    let held = sale.hold(&fan, &fans, &["F1-1", "F1-2"]).await;
+    assert_eq!(held.status(), StatusCode::CREATED, "{}", body(&held));
+
+    // The window ends: anyone may hold the rest.
+    sale.clock.advance(Duration::from_secs(600));
+    let alices = sale.admit(&alice);
+    let after = sale.hold_best(&alice, &alices, "Floor", 2).await;
+    assert_eq!(after.status(), StatusCode::CREATED, "{}", body(&after));
 }
 
 #[tokio::test]
