@@ -469,26 +469,21 @@ mod tests {
     }
 
     /// The flags as an operator types them (so the test covers their parsing too).
-    fn args(group: &str) -> GroupArgs {
+    fn parsed(flags: &[&str]) -> GroupArgs {
         #[derive(clap::Parser)]
         struct Line {
             #[command(flatten)]
             args: GroupArgs,
         }
-        let opens = humantime::format_rfc3339_millis(at(10)).to_string();
-        let line: Line = clap::Parser::try_parse_from([
-            "group",
-            "--event",
-            "e1",
-            "--group",
-            group,
-            "--members",
-            "list",
-            "--opens-at",
-            &opens,
-        ])
-        .unwrap();
+        let line: Line =
+            clap::Parser::try_parse_from(["group", "--event", "e1"].iter().chain(flags)).unwrap();
         line.args
+    }
+
+    /// A list group opening at 10 s.
+    fn args(group: &str) -> GroupArgs {
+        let opens = humantime::format_rfc3339_millis(at(10)).to_string();
+        parsed(&["--group", group, "--members", "list", "--opens-at", &opens])
     }
 
     #[test]
@@ -552,16 +547,8 @@ mod tests {
 
     #[test]
     fn sections_are_set_aside_by_a_comma_separated_list_and_given_back_by_set() {
-        #[derive(clap::Parser)]
-        struct Line {
-            #[command(flatten)]
-            args: GroupArgs,
-        }
         let closes = humantime::format_rfc3339_millis(at(100)).to_string();
-        let line: Line = clap::Parser::try_parse_from([
-            "group",
-            "--event",
-            "e1",
+        let flags = parsed(&[
             "--group",
             "fanclub",
             "--members",
@@ -570,18 +557,17 @@ mod tests {
             &closes,
             "--sections",
             "Floor,Lower A",
-        ])
-        .unwrap();
+        ]);
         let event = EventId::parse("e1").unwrap();
         let groups =
-            PriorityGroups::new(added(&PriorityGroups::none(), &event, &line.args, at(0)).unwrap())
+            PriorityGroups::new(added(&PriorityGroups::none(), &event, &flags, at(0)).unwrap())
                 .unwrap();
         let fanclub = groups.iter().next().unwrap();
         assert_eq!(fanclub.sections, ["Floor", "Lower A"]);
         // A change that does not name them keeps them; --no-sections gives them back.
         let keep = GroupArgs {
             sections: None,
-            ..line.args.clone()
+            ..flags.clone()
         };
         assert_eq!(
             changed(&groups, &event, &keep, at(0)).unwrap()[0]
@@ -592,7 +578,7 @@ mod tests {
         let give_back = GroupArgs {
             sections: None,
             no_sections: true,
-            ..line.args
+            ..flags
         };
         assert!(changed(&groups, &event, &give_back, at(0)).unwrap()[0]
             .sections
