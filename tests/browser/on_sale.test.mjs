@@ -785,6 +785,88 @@ test('who gets in, in the browser: a presale member solves the challenge, waits 
   }
 });
 
+test('seats set aside in the browser: the presale\'s section is its members\' alone, said so to everyone else', { timeout: 300_000 }, async () => {
+  const info = await devInfo();
+  await mkdir(SHOTS, { recursive: true });
+  const event = `setaside-${suffix()}`;
+  const ivyName = `ivy-${suffix()}`;
+  const jonName = `jon-${suffix()}`;
+  // 30 seats: Floor, Lower and Upper, 10 each; the Floor set aside for the fan club for an hour.
+  await lineup(info, ['seed', '--event', event, '--seats', '30']);
+  await lineup(info, ['event', 'open', event]);
+  await lineup(info, ['event', 'group', 'add', '--event', event, '--group', 'fanclub', '--members', 'list',
+    '--closes-at', '+1h', '--sections', 'Floor']);
+  const members = path.join(SHOTS, `${event}-members.txt`);
+  await writeFile(members, `${ivyName}\n`);
+  await lineup(info, ['event', 'group', 'import', '--event', event, '--group', 'fanclub', members]);
+
+  const browser = await launchChromium();
+  const people = [];
+  try {
+    const ivy = await customer(browser, ivyName, DESKTOP, people);
+    const jon = await customer(browser, jonName, PHONE, people);
+    const floorCard = (person) => person.page.locator('.section-card[data-section="Floor"]');
+
+    await step(ivy, 'Ivy, a fan club member, is admitted through her line: the Floor is set aside for her presale, and she holds 2 seats there', async () => {
+      await ivy.page.goto(`${BASE}/?customer=${encodeURIComponent(ivy.name)}&event=${encodeURIComponent(event)}`, { timeout: STEP_MS });
+      await waitText(ivy.page, '#event-name', event, STEP_MS);
+      await ivy.page.click('#join');
+      await waitAdmitted(ivy);
+      await ivy.page.waitForFunction(() => document.querySelector('.section-card[data-section="Floor"]')?.dataset.setAside === 'ours',
+        null, { timeout: STEP_MS });
+      assert.match(await floorCard(ivy).textContent(), /Set aside for your presale \(fanclub\) until/);
+      const held = ivy.page.waitForResponse((r) => isApi(r, 'POST', /\/events\/[^/]+\/holds$/), { timeout: STEP_MS });
+      await ivy.page.click('.best-available-button[data-section="Floor"]');
+      const response = await held;
+      const order = await response.json();
+      assert.equal(response.status(), 201, JSON.stringify(order));
+      assert.ok(order.seatIds.every((id) => id.startsWith('FLO')), `Floor seats: ${order.seatIds}`);
+    });
+
+    await step(jon, 'Jon, in no group, is admitted after her: the Floor is shown set aside for the fan club, closed to him, the rest on sale', async () => {
+      await jon.page.goto(`${BASE}/?customer=${encodeURIComponent(jon.name)}&event=${encodeURIComponent(event)}`, { timeout: STEP_MS });
+      await waitText(jon.page, '#event-name', event, STEP_MS);
+      await jon.page.click('#join');
+      await waitAdmitted(jon);
+      await jon.page.waitForFunction(() => document.querySelector('.section-card[data-section="Floor"]')?.dataset.setAside === 'closed',
+        null, { timeout: STEP_MS });
+      assert.match(await floorCard(jon).textContent(), /Set aside for the fanclub presale until .+; on general sale after that\./);
+      assert.ok(await jon.page.locator('.best-available-button[data-section="Floor"]').isDisabled(), 'no best available in the Floor');
+      assert.ok(await jon.page.locator('.best-available-button[data-section="Lower"]').isEnabled(), 'the Lower is on general sale');
+      assert.equal(await jon.page.getAttribute('.section-card[data-section="Lower"]', 'data-set-aside'), '');
+      await shot(jon.page, '17-jon-floor-set-aside.png', { fullPage: true });
+      await openSection(jon, 'Floor');
+      const choosable = await jon.page.$$eval('#seatmap button[data-seat-id]', (buttons) => buttons.filter((b) => !b.disabled).length);
+      assert.equal(choosable, 0, 'no Floor seat can be chosen');
+      await jon.page.click('#back');
+    });
+
+    await step(jon, 'Jon\'s page asked for a Floor seat anyway (a stale map): 409 seats_reserved, said plainly, nothing held', async () => {
+      const seats = await getJson(`/events/${encodeURIComponent(event)}/seats`);
+      const floor = seats.sections.find((section) => section.name === 'Floor');
+      assert.equal(floor.reservedFor, 'fanclub');
+      assert.ok(!Number.isNaN(Date.parse(floor.reservedUntil)));
+      // The page's own best-available button is off; the request is sent as a stale page would.
+      const refused = jon.page.waitForResponse((r) => isApi(r, 'POST', /\/events\/[^/]+\/holds$/), { timeout: STEP_MS });
+      await jon.page.evaluate(async () => {
+        const { holdBestAvailable } = await import('/holds.js');
+        await holdBestAvailable('Floor');
+      });
+      const response = await refused;
+      assert.equal(response.status(), 409);
+      assert.equal((await response.json()).error.code, 'seats_reserved');
+      await jon.page.waitForSelector('#message[data-code="seats_reserved"]', { timeout: STEP_MS });
+      assert.match(await jon.page.textContent('#message'), /set aside for a presale you are not in/);
+      assert.ok(await jon.page.locator('#order').isHidden(), 'nothing is held');
+    });
+    for (const person of people) {
+      assert.deepEqual(person.errors, [], `${person.name}'s page threw: ${person.errors.join('; ')}`);
+    }
+  } finally {
+    await browser.close();
+  }
+});
+
 // ------------------------------------------------------------------------------------ helpers
 
 /** Waits (a few seconds at most) until `done()`: for a response listener, which records each
