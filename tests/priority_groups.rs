@@ -21,6 +21,7 @@ use lineup::domain::clock::{unix_millis, Clock};
 use lineup::domain::ids::{CustomerId, EventId, GroupName};
 use lineup::domain::priority_group::{Membership, PriorityGroup, PriorityGroups};
 use lineup_cli::event_admin::{EventAdmin, OpensAt, SettingsChange};
+use lineup_cli::priority_groups::{GroupError, GroupOutcome};
 use lineup_cli::verify_draw::{self, Verdict, VerifyDrawArgs};
 use lineup_tests::on_sale::{seat, OnSale};
 use lineup_tests::public_routes::serve_public_routes;
@@ -672,24 +673,62 @@ async fn seats_set_aside_for_a_presale_are_its_members_alone_until_its_window_en
         sections: vec!["Floor".into()],
         ..group("fanclub", Membership::List, t0 - Duration::from_secs(60))
     };
-    open_with_groups(&sale, change, vec![presale], t0).await;
-    let groups = EventAdmin::new(&sale.queue, &sale.records, "test")
-        .groups(&sale.event)
-        .await
-        .expect("groups");
+    open_with_groups(&sale, change, Vec::new(), t0).await;
+    let admin = EventAdmin::new(&sale.queue, &sale.records, "test");
     let set_aside = lineup_cli::priority_groups::SeatsSetAside {
         seats: sale.ledger.as_ref(),
         layouts: sale.records.as_ref(),
     };
-    // What `lineup event group add|set --sections Floor` writes after the record.
-    let written = lineup_cli::priority_groups::write_set_aside_seats(
-        &sale.event,
-        &PriorityGroups::none(),
-        &groups,
-        &set_aside,
-    )
-    .await
-    .expect("set aside");
+    // `lineup event group add --sections Floor`: the record, then the Floor's seats.
+    let changed = |current: &PriorityGroups, groups: Vec<PriorityGroup>| {
+        let changed = PriorityGroups::new(groups).unwrap();
+        let current = current.clone();
+        let (admin, set_aside, event) = (&admin, &set_aside, sale.event.clone());
+        async move {
+            lineup_cli::priority_groups::change_groups(
+                &event,
+                &current,
+                changed,
+                "group-set",
+                admin,
+                set_aside,
+                t0,
+            )
+            .await
+            .map(|outcome| match outcome {
+                GroupOutcome::Groups {
+                    groups,
+                    seats_written,
+                } => (groups, seats_written),
+                GroupOutcome::Imported(_) => unreachable!("no import here"),
+            })
+        }
+    };
+    // A section the layout does not have is refused before anything is written.
+    let typo = PriorityGroup {
+        sections: vec!["Flor".into()],
+        ..presale.clone()
+    };
+    assert!(matches!(
+        changed(&PriorityGroups::none(), vec![typo]).await,
+        Err(GroupError::UnknownSection(_))
+    ));
+    assert!(admin.groups(&sale.event).await.unwrap().is_empty());
+    // A second group, the card's, opens in an hour (its pre-queue takes an entrant later on).
+    let card = PriorityGroup {
+        closes_at: Some(t0 + Duration::from_secs(7_200)),
+        ..group(
+            "card",
+            Membership::Claim {
+                claim: "tier".into(),
+                value: "gold".into(),
+            },
+            t0 + Duration::from_secs(3_600),
+        )
+    };
+    let (groups, written) = changed(&PriorityGroups::none(), vec![presale.clone(), card.clone()])
+        .await
+        .expect("set aside");
     assert_eq!(written, 5, "the Floor's five seats");
     let stored = reservations(&sale).await;
     for n in 1..=10 {
@@ -743,6 +782,10 @@ async fn seats_set_aside_for_a_presale_are_its_members_alone_until_its_window_en
     // One seat of the Floor among Balcony seats refuses the whole hold.
     let mixed = sale.hold(&other, &other_token, &[seat(1), seat(2)]).await;
     assert_eq!(error_code(&mixed), "seats_reserved", "{}", body(&mixed));
+    assert_eq!(
+        body(&mixed)["error"]["seatIds"],
+        serde_json::json!(["A-002"])
+    );
     let best = sale.hold_best(&other, &other_token, "Floor", 2).await;
     assert_eq!(best.status().as_u16(), 409, "{}", body(&best));
     assert_eq!(error_code(&best), "seats_reserved");
@@ -778,18 +821,52 @@ async fn seats_set_aside_for_a_presale_are_its_members_alone_until_its_window_en
         body(&after_window)
     );
 
+    // A change the record refuses (moving a group's opening once its pre-queue has entrants)
+    // while it gives the Floor back: the Floor is set aside again, as the record still says.
+    let now = sale.clock.now();
+    let entrant = join_as(&sale, &person("gold-entrant"), &[("tier", "gold")]).await;
+    assert_eq!(
+        entrant["group"], "card",
+        "in the card's pre-queue: {entrant}"
+    );
+    let refused = changed(
+        &groups,
+        vec![
+            PriorityGroup {
+                sections: Vec::new(),
+                ..presale.clone()
+            },
+            PriorityGroup {
+                opens_at: now + Duration::from_secs(3_000),
+                ..card.clone()
+            },
+        ],
+    )
+    .await;
+    assert!(
+        matches!(refused, Err(GroupError::Admin(_))),
+        "the opening is fixed"
+    );
+    let marked = reservations(&sale).await;
+    for n in (2..=10).step_by(2) {
+        assert_eq!(
+            marked[seat(n).as_str()].0.as_deref(),
+            Some("fanclub"),
+            "seat {n} still set aside"
+        );
+    }
+
     // The operator gives the allocation back (`group set --no-sections`): its marks are taken
     // off every seat, held or not, and the holds are untouched.
-    let given_back = PriorityGroups::new(vec![PriorityGroup {
-        sections: Vec::new(),
-        ..groups.iter().next().unwrap().clone()
-    }])
-    .unwrap();
-    let cleared = lineup_cli::priority_groups::write_set_aside_seats(
-        &sale.event,
+    let (_, cleared) = changed(
         &groups,
-        &given_back,
-        &set_aside,
+        vec![
+            PriorityGroup {
+                sections: Vec::new(),
+                ..presale.clone()
+            },
+            card,
+        ],
     )
     .await
     .expect("given back");

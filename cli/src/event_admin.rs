@@ -112,6 +112,8 @@ pub enum AdminError {
     Cancelled(String),
     #[error("event {event} has {in_use} seats held or sold; seeding it again would put them back on sale")]
     SeatsInUse { event: String, in_use: usize },
+    #[error("the group {group} sets aside section {section:?}, which this layout does not have; change the group first (`lineup event group set --sections ...` or `--no-sections`)")]
+    SetAsideSectionMissing { group: String, section: String },
     #[error("max active and rate must be at least 1")]
     ZeroLimit,
     #[error("the ticket limit must be at least 1 (--no-ticket-limit removes it)")]
@@ -205,6 +207,16 @@ pub async fn seed(
         .await?
         .map(|record| SeatAllocations::of(&record.settings.groups))
         .unwrap_or_default();
+    // A section set aside that the layout does not have would set nothing aside, while the seat
+    // map still said so: refused before anything is written.
+    for (section, reservation) in allocations.iter() {
+        if !layout.sections().iter().any(|known| known.name == section) {
+            return Err(AdminError::SetAsideSectionMissing {
+                group: reservation.group.to_string(),
+                section: section.to_owned(),
+            });
+        }
+    }
     match seeding.seed(event, layout, &allocations, now).await? {
         SeedOutcome::Seeded { .. } => Ok(()),
         SeedOutcome::Refused { in_use } => Err(AdminError::SeatsInUse {

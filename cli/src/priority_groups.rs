@@ -6,10 +6,10 @@
 //! to the event's durable record, then to every group's line. `import` adds customer ids (one a
 //! line, from a file or `-` for stdin) to a group whose members are a list.
 //!
-//! A group may set sections aside (`--sections`, ADR 0032): after the record, every seat of
-//! every section set aside is written with its group and the end of its window, and every seat
-//! of a section given back has them taken away. Each run writes them all again, so running a
-//! command once more mends seats a stopped run left half-written.
+//! A group may set sections aside (`--sections`, ADR 0032): every seat of a section given back
+//! loses its marks before the record changes, and every seat of every section set aside gets
+//! its group and the end of its window after ([`change_groups`]), so running a command once
+//! more mends seats a stopped run left half-written.
 
 use std::io::BufRead;
 use std::time::SystemTime;
@@ -17,8 +17,9 @@ use std::time::SystemTime;
 use lineup::application::ports::event_records::{GroupMembers, LayoutStore};
 use lineup::application::seeding::SeatWriter;
 use lineup::domain::ids::{CustomerId, EventId, GroupName, SeatId};
+use lineup::domain::layout::SeatLayout;
 use lineup::domain::priority_group::{Membership, PriorityGroup, PriorityGroups};
-use lineup::domain::seat_allocation::SeatAllocations;
+use lineup::domain::seat_allocation::{SeatAllocations, SeatReservation};
 
 use crate::endpoints::EndpointArgs;
 use crate::event_admin::{AdminError, EventAdmin, OpensAt};
@@ -261,13 +262,42 @@ pub async fn run(
         GroupAction::Set(_) => "group-set",
         _ => "group-remove",
     };
-    let changed = PriorityGroups::new(changed)?;
+    change_groups(
+        event,
+        &current,
+        PriorityGroups::new(changed)?,
+        action_name,
+        admin,
+        set_aside,
+        now,
+    )
+    .await
+}
+
+/// Changes the event's groups from `current` to `changed`, with the seats they set aside
+/// (ADR 0032), in the one order that a run stopped anywhere can be mended by running it again:
+///
+/// 1. the seats of every section given back lose their marks, while the record still lists
+///    the section (a run stopped here is run again from the same record);
+/// 2. the record (and every line) is changed; if that is refused, the seats given back in 1 are
+///    set aside again, as the record still says;
+/// 3. every seat of every section set aside now is marked (all of them, each run: a run stopped
+///    here is mended by running it again, which finds the same record).
+///
+/// Every section named must be one of the current layout's (a typo would set nothing aside).
+pub async fn change_groups(
+    event: &EventId,
+    current: &PriorityGroups,
+    changed: PriorityGroups,
+    action_name: &str,
+    admin: &EventAdmin<'_>,
+    set_aside: &SeatsSetAside<'_>,
+    now: SystemTime,
+) -> Result<GroupOutcome, GroupError> {
     let layout = match set_aside.layouts.current_layout(event).await? {
         Some(summary) => set_aside.layouts.layout(event, &summary.version).await?,
         None => None,
     };
-    // A typo would set nothing aside: every section named must be the layout's. (Before the
-    // seats are seeded there is nothing to check against; the seeding writes them set aside.)
     if let Some(layout) = &layout {
         for section in changed.iter().flat_map(|group| group.sections.iter()) {
             if !layout.sections().iter().any(|known| &known.name == section) {
@@ -275,45 +305,54 @@ pub async fn run(
             }
         }
     }
-    let settings = admin.set_groups(event, changed, action_name, now).await?;
-    let seats_written = write_set_aside_seats(event, &current, &settings.groups, set_aside).await?;
+    let before = SeatAllocations::of(current);
+    let after = SeatAllocations::of(&changed);
+    let mut seats_written = 0;
+    let given_back = before.given_back_in(&after);
+    if let Some(layout) = &layout {
+        for section in &given_back {
+            seats_written += mark(event, layout, section, None, set_aside).await?;
+        }
+    }
+    let settings = match admin.set_groups(event, changed, action_name, now).await {
+        Ok(settings) => settings,
+        Err(refused) => {
+            if let (Some(layout), false) = (&layout, given_back.is_empty()) {
+                for section in &given_back {
+                    mark(event, layout, section, before.section(section), set_aside).await?;
+                }
+            }
+            return Err(refused.into());
+        }
+    };
+    if let Some(layout) = &layout {
+        for (section, reservation) in after.iter() {
+            seats_written += mark(event, layout, section, Some(reservation), set_aside).await?;
+        }
+    }
     Ok(GroupOutcome::Groups {
         groups: settings.groups,
         seats_written,
     })
 }
 
-/// Writes the seats of the event's current layout as the groups `after` set them aside: every
-/// seat of every section set aside (again, even unchanged), and every seat of a section
-/// `before` set aside and `after` no longer, given back. How many seats were written (none
-/// before the seats are seeded: the seeding writes them set aside).
-pub async fn write_set_aside_seats(
+/// Sets (or takes away) `reservation` on every seat of `section` in `layout`.
+async fn mark(
     event: &EventId,
-    before: &PriorityGroups,
-    after: &PriorityGroups,
+    layout: &SeatLayout,
+    section: &str,
+    reservation: Option<&SeatReservation>,
     set_aside: &SeatsSetAside<'_>,
 ) -> Result<usize, GroupError> {
-    let Some(summary) = set_aside.layouts.current_layout(event).await? else {
-        return Ok(0);
-    };
-    let Some(layout) = set_aside.layouts.layout(event, &summary.version).await? else {
-        return Ok(0);
-    };
-    let mut seats_written = 0;
-    for (section, reservation) in
-        SeatAllocations::of(after).writes_from(&SeatAllocations::of(before))
-    {
-        let seats: Vec<SeatId> = layout
-            .seats()
-            .filter(|(_, seat)| seat.section == section)
-            .map(|(_, seat)| seat.seat_id)
-            .collect();
-        seats_written += set_aside
-            .seats
-            .reserve_seats(event, &seats, reservation.as_ref())
-            .await?;
-    }
-    Ok(seats_written)
+    let seats: Vec<SeatId> = layout
+        .seats()
+        .filter(|(_, seat)| seat.section == section)
+        .map(|(_, seat)| seat.seat_id)
+        .collect();
+    Ok(set_aside
+        .seats
+        .reserve_seats(event, &seats, reservation)
+        .await?)
 }
 
 fn added(

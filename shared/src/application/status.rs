@@ -278,12 +278,21 @@ async fn route(api: &StatusApi, request: &Request) -> Result<Response<Body>, Lin
             Projection::Ready(availability) => {
                 // Sections set aside for a presale group are said so (ADR 0032), from the
                 // event's record as this instance last read it (at most a few seconds old).
-                let allocations = api
-                    .events
-                    .record(&event)
-                    .await?
-                    .map(|record| SeatAllocations::of(&record.settings.groups))
-                    .unwrap_or_default();
+                // Only a label: the hold enforces the allocation on each seat, so a record that
+                // cannot be read now leaves the seat map served without it.
+                let allocations = match api.events.record(&event).await {
+                    Ok(record) => record
+                        .map(|record| SeatAllocations::of(&record.settings.groups))
+                        .unwrap_or_default(),
+                    Err(error) => {
+                        tracing::warn!(
+                            event = %event,
+                            error = &error as &(dyn std::error::Error + 'static),
+                            "the event's record could not be read; seat map served without the sections set aside"
+                        );
+                        SeatAllocations::default()
+                    }
+                };
                 let seat_map = AvailabilityDocument::new(&event, &availability)
                     .set_aside(&allocations, std::time::SystemTime::now());
                 Ok(document(

@@ -88,24 +88,13 @@ impl SeatAllocations {
         self.0.is_empty()
     }
 
-    /// What the seats of each section must carry to go from `before` to these allocations:
-    /// every section allocated now (written again even when unchanged, so running the same
-    /// command again mends seats a stopped run left half-written), and `None` for each section
-    /// allocated before and no longer.
-    pub fn writes_from(&self, before: &SeatAllocations) -> Vec<(String, Option<SeatReservation>)> {
-        let mut writes: Vec<(String, Option<SeatReservation>)> = self
-            .0
-            .iter()
-            .map(|(section, reservation)| (section.clone(), Some(reservation.clone())))
-            .collect();
-        writes.extend(
-            before
-                .0
-                .keys()
-                .filter(|section| !self.0.contains_key(*section))
-                .map(|section| (section.clone(), None)),
-        );
-        writes
+    /// The sections set aside here and no longer in `after`: their seats are to be given back.
+    pub fn given_back_in(&self, after: &SeatAllocations) -> Vec<&str> {
+        self.0
+            .keys()
+            .filter(|section| !after.0.contains_key(*section))
+            .map(String::as_str)
+            .collect()
     }
 }
 
@@ -153,21 +142,19 @@ mod tests {
     }
 
     #[test]
-    fn writes_cover_every_allocated_section_and_clear_the_ones_given_back() {
+    fn the_sections_no_longer_set_aside_are_given_back() {
         let before = SeatAllocations::of(
             &PriorityGroups::new(vec![group("fanclub", &["Floor", "A"], Some(100))]).unwrap(),
         );
         let after = SeatAllocations::of(
             &PriorityGroups::new(vec![group("fanclub", &["A", "B"], Some(100))]).unwrap(),
         );
-        let writes = after.writes_from(&before);
-        let names: Vec<(&str, bool)> = writes
-            .iter()
-            .map(|(section, reservation)| (section.as_str(), reservation.is_some()))
-            .collect();
-        assert_eq!(names, [("A", true), ("B", true), ("Floor", false)]);
-        // The same again: written again, so a stopped run is mended by running it once more.
-        assert_eq!(after.writes_from(&after).len(), 2);
+        assert_eq!(before.given_back_in(&after), ["Floor"]);
+        assert!(after.given_back_in(&after).is_empty());
+        assert_eq!(
+            after.iter().map(|(section, _)| section).collect::<Vec<_>>(),
+            ["A", "B"]
+        );
     }
 
     #[test]

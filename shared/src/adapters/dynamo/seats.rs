@@ -60,7 +60,8 @@ impl DynamoLedger {
             match put {
                 Ok(_) => Ok(None),
                 Err(error) if is_condition_failure(&error) => {
-                    self.move_seat(event, &seat.seat_id, version, index).await?;
+                    self.move_seat(event, &seat.seat_id, version, index, reservation)
+                        .await?;
                     Ok(Some(seat.seat_id.clone()))
                 }
                 Err(error) => Err(store_error(error)),
@@ -135,25 +136,38 @@ impl DynamoLedger {
         Ok(written.into_iter().sum())
     }
 
-    /// A seat in use keeps its status and gets its place in a new layout.
+    /// A seat in use keeps its status and gets its place in a new layout, and its new section's
+    /// allocation (set aside, or not: a seat moved out of a section set aside loses its marks).
     async fn move_seat(
         &self,
         event: &EventId,
         seat: &SeatId,
         version: &str,
         index: u32,
+        reservation: Option<&SeatReservation>,
     ) -> Result<(), LineupError> {
-        self.client
+        let update = self
+            .client
             .update_item()
             .table_name(&self.tables.seats)
             .key("pk", seat_key(event, seat))
-            .update_expression("SET layout_version = :version, layout_index = :index")
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_values(":version", s(version))
-            .expression_attribute_values(":index", n(index))
-            .send()
-            .await
-            .map_err(store_error)?;
+            .expression_attribute_values(":index", n(index));
+        let update = match reservation {
+            Some(reserved) => update
+                .update_expression(
+                    "SET layout_version = :version, layout_index = :index, \
+                     reserved_for = :group, reserved_until = :until",
+                )
+                .expression_attribute_values(":group", s(reserved.group.as_str()))
+                .expression_attribute_values(":until", n(unix_millis(reserved.until))),
+            None => update.update_expression(
+                "SET layout_version = :version, layout_index = :index \
+                 REMOVE reserved_for, reserved_until",
+            ),
+        };
+        update.send().await.map_err(store_error)?;
         Ok(())
     }
 

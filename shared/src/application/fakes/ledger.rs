@@ -1497,6 +1497,12 @@ impl SeatWriter for MemoryLedger {
                 {
                     stored.layout_version = version.to_owned();
                     stored.layout_index = index;
+                    stored.reserved = allocations.section(&seat.section).map(|reserved| {
+                        (
+                            reserved.group.as_str().to_owned(),
+                            unix_millis(reserved.until),
+                        )
+                    });
                     in_use.push(seat.seat_id);
                 }
                 _ => {

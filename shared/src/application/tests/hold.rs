@@ -27,11 +27,12 @@ use crate::application::ports::ledger::{
 };
 use crate::application::seeding::{SeatWriter, SeedOutcome, Seeding};
 use crate::domain::access_token;
-use crate::domain::clock::{from_unix_millis, rfc3339, Clock, FixedClock};
+use crate::domain::clock::{from_unix_millis, rfc3339, unix_millis, Clock, FixedClock};
 use crate::domain::ids::{CustomerId, EventId, GroupName, OrderId, SeatId};
 use crate::domain::layout::{IndexedLayout, SeatLayout};
+use crate::domain::priority_group::{Membership, PriorityGroup, PriorityGroups};
 use crate::domain::seat::{NewSeat, SeatStatus};
-use crate::domain::seat_allocation::SeatReservation;
+use crate::domain::seat_allocation::{SeatAllocations, SeatReservation};
 use crate::domain::signing::SigningKey;
 
 const HOLD_SAMPLE: &str = include_str!("../../../../events/hold.json");
@@ -512,6 +513,17 @@ async fn seats_set_aside_for_a_group_are_held_by_its_members_alone_until_its_win
         refusal(&best),
         (StatusCode::CONFLICT, "seats_reserved".to_owned())
     );
+    // Admitted through another group's line: refused too.
+    let carol = customer("carol");
+    sale.admissions.admit(&sale.event, &carol, until);
+    let card = GroupName::parse("card").unwrap();
+    let carols =
+        access_token::issue_in_group(&sale.key, &sale.event, &carol, until, Some(&card), None);
+    let other_group = sale.hold(&carol, &carols, &["F2-1"]).await;
+    assert_eq!(
+        refusal(&other_group),
+        (StatusCode::CONFLICT, "seats_reserved".to_owned())
+    );
     assert_eq!(
         sale.ledger.snapshot(),
         before,
@@ -527,6 +539,55 @@ async fn seats_set_aside_for_a_group_are_held_by_its_members_alone_until_its_win
     let alices = sale.admit(&alice);
     let after = sale.hold_best(&alice, &alices, "Floor", 2).await;
     assert_eq!(after.status(), StatusCode::CREATED, "{}", body(&after));
+}
+
+#[tokio::test]
+async fn a_seeding_writes_each_seat_with_its_sections_allocation() {
+    let sale = Sale::new().await;
+    let until = sale.now() + Duration::from_secs(600);
+    let groups = PriorityGroups::new(vec![PriorityGroup {
+        name: GroupName::parse("fanclub").unwrap(),
+        membership: Membership::List,
+        opens_at: sale.now(),
+        closes_at: Some(until),
+        ticket_limit: None,
+        sections: vec!["Balcony".into()],
+    }])
+    .unwrap();
+    let allocations = SeatAllocations::of(&groups);
+    // A re-seeding with a Balcony seat held: every Balcony seat is set aside, the held one
+    // included (it keeps its hold), and no Floor seat is.
+    sale.held(&customer("bob"), &["B1-1"]).await;
+    sale.ledger
+        .seed_seats(&sale.event, &sale.layout, &allocations, sale.now())
+        .await
+        .unwrap();
+    let stored = sale.ledger.snapshot();
+    for (_, seat) in sale.layout.seats() {
+        let reserved = stored.seats[&(sale.event.clone(), seat.seat_id.clone())]
+            .reserved
+            .clone();
+        let expected =
+            (seat.section == "Balcony").then(|| ("fanclub".to_owned(), unix_millis(until)));
+        assert_eq!(reserved, expected, "{}", seat.seat_id.as_str());
+    }
+    assert_eq!(sale.seat_status("B1-1"), SeatStatus::Held);
+    // Seeded again without the allocation: every mark is gone, the held seat's too.
+    sale.ledger
+        .seed_seats(
+            &sale.event,
+            &sale.layout,
+            &SeatAllocations::default(),
+            sale.now(),
+        )
+        .await
+        .unwrap();
+    assert!(sale
+        .ledger
+        .snapshot()
+        .seats
+        .values()
+        .all(|seat| seat.reserved.is_none()));
 }
 
 #[tokio::test]
