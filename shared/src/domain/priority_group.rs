@@ -20,11 +20,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::clock::{from_unix_millis, unix_millis};
 use crate::domain::ids::{EventId, GroupName};
-use crate::domain::seat_allocation::{valid_section_name, MAX_SECTIONS_PER_GROUP};
 
 /// The most groups an event may have: each is one more line ticked every second, and one more
 /// membership lookup for a joiner of the groups behind it.
 pub const MAX_GROUPS: usize = 8;
+
+/// The most sections one group may set aside ([`crate::domain::seat_allocation`]).
+pub const MAX_SECTIONS_PER_GROUP: usize = 64;
+
+/// Whether `name` can be a section's name in a group's allocation (as a hold names a section:
+/// 1–64 bytes, no control characters).
+pub fn valid_section_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 64 && !name.chars().any(char::is_control)
+}
 
 /// Who belongs to a group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -442,5 +450,13 @@ mod tests {
             .collect();
         let too_many: Vec<&str> = too_many.iter().map(String::as_str).collect();
         assert!(PriorityGroups::new(vec![with("fanclub", &too_many)]).is_err());
+    }
+
+    #[test]
+    fn section_names_are_what_a_hold_can_name() {
+        assert!(valid_section_name("Floor A"));
+        assert!(!valid_section_name(""));
+        assert!(!valid_section_name(&"x".repeat(65)));
+        assert!(!valid_section_name("A\nB"));
     }
 }

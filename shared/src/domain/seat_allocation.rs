@@ -14,15 +14,6 @@ use std::time::SystemTime;
 use crate::domain::ids::GroupName;
 use crate::domain::priority_group::PriorityGroups;
 
-/// The most sections one group may have set aside.
-pub const MAX_SECTIONS_PER_GROUP: usize = 64;
-
-/// Whether `name` can be a section's name in an allocation (as a hold names a section: 1–64
-/// bytes, no control characters).
-pub fn valid_section_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 64 && !name.chars().any(char::is_control)
-}
-
 /// A section's seats, set aside for `group` until `until`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeatReservation {
@@ -155,13 +146,5 @@ mod tests {
             after.iter().map(|(section, _)| section).collect::<Vec<_>>(),
             ["A", "B"]
         );
-    }
-
-    #[test]
-    fn section_names_are_what_a_hold_can_name() {
-        assert!(valid_section_name("Floor A"));
-        assert!(!valid_section_name(""));
-        assert!(!valid_section_name(&"x".repeat(65)));
-        assert!(!valid_section_name("A\nB"));
     }
 }
