@@ -36,6 +36,8 @@ export const BACKOFF_MAX_S = 60;
 // The honest ETA and the chance of a ticket, as shared/src/domain/wait_forecast.rs has them.
 export const ETA_RANGE_SHARE = 0.25; // ETA_RANGE_SHARE: the range, slots held a quarter shorter/longer
 export const SOLD_OUT_MARGIN = 1.2; // SOLD_OUT_MARGIN: demand ahead ≥ 1.2 × the seats left
+export const FORECAST_STEPS = 480; // FORECAST_STEPS: the forecast of the slots, over two sessions
+export const CALL_SEEN_AFTER_S = 2.5; // CALL_SEEN_AFTER: a call is seen at the next read, ~2.5 s on
 
 /** The status is read again after a server-given `seconds` (`Retry-After`: up to 20 % added,
  *  as the contract asks); once the page is visible again if it is hidden then. */
@@ -105,12 +107,65 @@ const positive = (value, fallback) => {
   return Number.isFinite(number) && number > 0 ? number : fallback;
 };
 
-/** Seconds until `number` is called, `{ earliest, likely, latest }` (as
+/** The pace's forecast of the slots (as `AdmissionPace::slot_forecast`), or null if the status
+ *  has not all of it. */
+function slotForecast(pace) {
+  const session = positive(pace.sessionSeconds, 0);
+  const quick = positive(pace.quickSlotSeconds, 0);
+  const share = Number(pace.heldToTheEndShare);
+  const held = pace.heldToDeadline;
+  if (!(session > 0 && quick > 0) || !Number.isFinite(share) || !Array.isArray(held)) return null;
+  const pairs = held.filter((pair) => Array.isArray(pair) && pair.length === 2)
+    .map(([seconds, slots]) => [Number(seconds) || 0, Number(slots) || 0]);
+  return { session, quick, heldShare: Math.min(1, Math.max(0, share)), held: pairs };
+}
+
+/** Seconds until `admissions` more are admitted, by the forecast of the slots (as
+ *  `AdmissionPace::foreseen_seconds`, the same arithmetic step by step): over two sessions, the
+ *  slots held to their deadline free then, the quick holders each step the step's share of
+ *  their slot time (× `quickShare`); freed slots are filled at the rate, the share held to the
+ *  end of those admitted to hold theirs a session. Past the horizon, the pace the cap sustains. */
+export function foreseenSeconds(pace, admissions, forecast, quickShare) {
+  const rate = positive(pace.admitsPerSecond, 1);
+  const quick = forecast.quick * quickShare;
+  const horizon = 2 * forecast.session;
+  const step = horizon / FORECAST_STEPS;
+  const ending = new Array(FORECAST_STEPS).fill(0);
+  let known = 0;
+  for (const [seconds, slots] of forecast.held) {
+    const at = Math.floor(Math.max(seconds, 0) / step);
+    if (at < FORECAST_STEPS) ending[at] += slots;
+    known += slots;
+  }
+  let quickHeld = Math.max((Number(pace.slotsInUse) || 0) - known, 0);
+  let free = Math.max(0, Number(pace.slotsFree) || 0);
+  const leave = Math.min(step / quick, 1);
+  const sessionSteps = FORECAST_STEPS / 2;
+  let admitted = 0;
+  for (let i = 0; i < FORECAST_STEPS; i++) {
+    const left = quickHeld * leave;
+    quickHeld -= left;
+    free += left + ending[i];
+    const admit = Math.min(free, rate * step);
+    if (admit > 0 && admitted + admit >= admissions) return i * step + step * (admissions - admitted) / admit;
+    admitted += admit;
+    free -= admit;
+    quickHeld += (1 - forecast.heldShare) * admit;
+    if (i + sessionSteps < FORECAST_STEPS) ending[i + sessionSteps] += forecast.heldShare * admit;
+  }
+  const slot = forecast.heldShare * forecast.session + (1 - forecast.heldShare) * quick;
+  const sustained = Math.min(rate, (Number(pace.maxActive) || 0) / slot);
+  return horizon + (admissions - admitted) / positive(sustained, rate);
+}
+
+/** Seconds until `number` is seen called, `{ earliest, likely, latest }` (as
  *  `EventStatus::eta_range_at`): with the status's `pace`, the admissions it takes (the distance
- *  ÷ `numbersPerAdmission`), the first `slotsFree` of them at `admitsPerSecond`, the rest as the
- *  active cap frees slots (`maxActive ÷ slotSeconds` a second, the range with the slot time a
- *  quarter shorter and longer); without one, the distance at `advancePerSecond`. After a paced
- *  opening's first call while that is still to come. */
+ *  ÷ `numbersPerAdmission`), by the forecast of the slots if the pace has one
+ *  (`foreseenSeconds`), else the first `slotsFree` of them at `admitsPerSecond` and the rest as
+ *  the active cap frees slots (`maxActive ÷ slotSeconds` a second), plus the 2.5 s a call takes
+ *  to be seen; the range with the (quick) slot time a quarter shorter and longer. Without a
+ *  pace, the distance at `advancePerSecond`. After a paced opening's first call while that is
+ *  still to come. */
 export function etaRange(status, number, now = serverNow()) {
   const distance = Math.max(0, number - (Number(status.servingUpTo) || 0));
   if (distance === 0) return { earliest: 0, likely: 0, latest: 0 };
@@ -121,13 +176,16 @@ export function etaRange(status, number, now = serverNow()) {
     const rate = positive(pace.admitsPerSecond, 1);
     const slot = Number(pace.slotSeconds);
     const free = Math.max(0, Number(pace.slotsFree) || 0);
-    const at = (share) => {
-      const sustained = Number.isFinite(slot) && slot > 0
-        ? Math.min(rate, (Number(pace.maxActive) || 0) / (slot * share))
-        : positive(pace.sustainedAdmitsPerSecond, rate);
-      const intoFree = Math.min(admissions, free);
-      return intoFree / rate + (admissions - intoFree) / positive(sustained, rate);
-    };
+    const forecast = slotForecast(pace);
+    const at = forecast
+      ? (share) => foreseenSeconds(pace, admissions, forecast, share) + CALL_SEEN_AFTER_S
+      : (share) => {
+        const sustained = Number.isFinite(slot) && slot > 0
+          ? Math.min(rate, (Number(pace.maxActive) || 0) / (slot * share))
+          : positive(pace.sustainedAdmitsPerSecond, rate);
+        const intoFree = Math.min(admissions, free);
+        return intoFree / rate + (admissions - intoFree) / positive(sustained, rate) + CALL_SEEN_AFTER_S;
+      };
     range = { earliest: at(1 - ETA_RANGE_SHARE), likely: at(1), latest: at(1 + ETA_RANGE_SHARE) };
   } else {
     const eta = distance / positive(status.advancePerSecond, 1);

@@ -584,6 +584,8 @@ mod tests {
             seats_base: Some((4_000, 0)),
             observed: Duration::from_secs(600),
             session: Duration::from_secs(300),
+            ended: 0,
+            windows: None,
         });
         given.seats_left = Some(1_000);
         let status = given.status("gala", now);
@@ -592,17 +594,21 @@ mod tests {
         assert_eq!(json["pace"]["sustainedAdmitsPerSecond"], 5.0);
         assert_eq!(json["pace"]["seatsPerAdmission"], 3.0);
         assert_eq!(json["pace"]["noShowShare"], 0.05);
-        // 4,000 numbers to go: 800 s (the advance rate alone said 100 s), within 600–1,000 s.
-        assert_eq!(status.eta(5_200), Duration::from_secs(800));
+        // 4,000 numbers to go: 800 s (the advance rate alone said 100 s), within 600–1,000 s,
+        // each seen 2.5 s later (at the next read).
+        assert_eq!(status.eta(5_200), Duration::from_millis(802_500));
         let range = status.eta_range_at(5_200, now);
         assert_eq!(
             (range.earliest, range.latest),
-            (Duration::from_secs(600), Duration::from_secs(1_000))
+            (
+                Duration::from_millis(602_500),
+                Duration::from_millis(1_002_500)
+            )
         );
         assert_eq!(
             status.next_read(5_200, now),
-            Duration::from_secs(60),
-            "a tenth of the earliest"
+            Duration::from_secs(61),
+            "a tenth of the earliest (602.5 s), rounded up"
         );
         // 3 seats an admission, 1,000 left: 200 shopping and 200 ahead already want 1,200.
         assert!(status.likely_sold_out(1_400));

@@ -192,6 +192,9 @@ impl WaitingRoom {
                 match e.short_waits_p90_seconds {
                     Some(short) => format!("; waits under 4 min p90 {short:.1} s"),
                     None => String::new(),
+                } + &match e.long_waits_p90_relative {
+                    Some(long) => format!(", of 4 min or more p90 {long:.2} of the wait"),
+                    None => String::new(),
                 },
                 e.predictions,
                 e.early_share * 100.0

@@ -33,6 +33,7 @@ use crate::domain::ids::{CustomerId, EventId, GroupName};
 use crate::domain::priority_group::PriorityGroups;
 use crate::domain::proof_of_work::{ChallengeDifficulty, WorkShown};
 use crate::domain::status::{GroupsServed, StatusInputs};
+use crate::domain::wait_forecast::PaceWindows;
 
 /// The event's settings field naming its priority groups' lines, in order (`fanclub,card`).
 const GROUP_LINES: &str = "group_lines";
@@ -458,10 +459,14 @@ fn pace_counters(
     session: Duration,
     now: SystemTime,
 ) -> Option<crate::domain::wait_forecast::PaceCounters> {
-    let [max_active, admitted, freed, slot_ms, no_shows, numbers, seats_base, freed_base, since] =
+    let [max_active, admitted, freed, slot_ms, no_shows, numbers, seats_base, freed_base, since, rest @ ..] =
         fields
     else {
         return None;
+    };
+    let (ended, windows) = match rest {
+        [ended, windows] => (ended.parse::<u64>().ok(), PaceWindows::parse(windows)),
+        _ => (None, None),
     };
     let count = |field: &String| field.parse::<u64>().ok();
     Some(crate::domain::wait_forecast::PaceCounters {
@@ -477,6 +482,8 @@ fn pace_counters(
             .and_then(|since| now.duration_since(from_unix_millis(since)).ok())
             .unwrap_or_default(),
         session,
+        ended: ended.unwrap_or(0),
+        windows,
     })
 }
 

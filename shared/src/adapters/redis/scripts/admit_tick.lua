@@ -32,9 +32,10 @@
 --         draw_commitment|"", closed_reason|"", draw_seed, claim_ms, session_ms, restored_at_ms|"",
 --         first_call_at_ms|"", pre_queue|"", max_active, admitted_total|"", freed_total|"",
 --         slot_ms_total|"", no_shows_total|"", numbers_total|"", seats_base|"", freed_base|"",
---         pace_since_ms|""}
--- (the last nine: the pace counters, ADR 0029), then served_first|"" (the group ahead that
--- keeps this line waiting)
+--         pace_since_ms|"", ended_total|"", pace_windows|""}
+-- (the last eleven: the pace counters, ADR 0029; `pace_windows`, admit mode only:
+-- "<window_ms>;<ms into the newest window>;<held>,<admitted>;..." for the newest window and
+-- the eight before it), then served_first|"" (the group ahead that keeps this line waiting)
 -- (the seed goes back to the admitter, which shows it only once the draw is published;
 -- `pre_queue`, the pre-queue's size, only before the opening, for the status's paced opening)
 -- A paced opening (`first_call_at_ms`, set with `drawn`) calls nobody before that time: the
@@ -45,12 +46,16 @@ local s = redis.call('HMGET', KEYS[1], 'state', 'opens_at_ms', 'max_active', 'ad
   'first_call_at_ms')
 local state = s[1]
 if not state then return {'no_event'} end
--- The reply's pace tail: max_active, then the pace counters ('' for none yet).
+-- The reply's pace tail: max_active, then the pace counters ('' for none yet), then this
+-- tick's windows (admit mode).
+local pace_windows = ''
 local function pace_reply()
   local p = redis.call('HMGET', KEYS[4], 'pace_admitted', 'pace_freed', 'pace_slot_ms',
-    'pace_no_shows', 'pace_numbers', 'pace_seats_base', 'pace_freed_base', 'pace_since_ms')
+    'pace_no_shows', 'pace_numbers', 'pace_seats_base', 'pace_freed_base', 'pace_since_ms',
+    'pace_ended')
   local reply = {s[3] or ''}
-  for i = 1, 8 do reply[#reply + 1] = p[i] or '' end
+  for i = 1, 9 do reply[#reply + 1] = p[i] or '' end
+  reply[#reply + 1] = pace_windows
   return reply
 end
 local opens_at, max_active = tonumber(s[2]), tonumber(s[3])
@@ -207,6 +212,9 @@ if state == 'open' and now >= opens_at and s[7] and now >= (tonumber(s[17]) or 0
     redis.call('HINCRBYFLOAT', KEYS[4], 'pace_slot_ms', pace_in_use * (now - pace_at))
     redis.call('HINCRBY', KEYS[4], 'pace_no_shows',
       redis.call('ZCOUNT', KEYS[5], '(' .. pace_at, now))
+    -- Sessions that ran to their end (the slot held to its deadline, purchases remove theirs).
+    redis.call('HINCRBY', KEYS[4], 'pace_ended',
+      redis.call('ZCOUNT', KEYS[3], '(' .. pace_at, now))
   end
   if not pace_at or now > pace_at then
     redis.call('HINCRBY', KEYS[4], 'pace_admitted', admitted)
@@ -217,6 +225,41 @@ if state == 'open' and now >= opens_at and s[7] and now >= (tonumber(s[17]) or 0
   if not pace[3] and s[9] then
     redis.call('HSET', KEYS[4], 'pace_seats_base', s[9], 'pace_freed_base',
       redis.call('HGET', KEYS[4], 'pace_freed') or '0')
+  end
+  -- The session's first part foreseen (ADR 0029): in windows of an eighth of the session, the
+  -- admissions made in each of the last nine (the admitted count at each window's first tick,
+  -- kept in a ring of ten fields) and the claimed slots of each still held (a session claimed
+  -- in a window ends a session after it: its deadline tells its window). A slot still held
+  -- long after the quick buyers left will likely be held to its deadline.
+  local session = tonumber(s[13]) or 0
+  if session >= 8 then
+    local width = math.floor(session / 8)
+    local newest = math.floor(now / width)
+    local total = tonumber(redis.call('HGET', KEYS[4], 'pace_admitted')) or 0
+    local ring = 'pace_window_' .. (newest % 10)
+    local first = redis.call('HGET', KEYS[4], ring)
+    if not first or tonumber(string.match(first, '^(%-?%d+):')) ~= newest then
+      redis.call('HSET', KEYS[4], ring, string.format('%.0f:%.0f', newest, total - admitted))
+    end
+    local parts = {tostring(width), string.format('%.0f', now - newest * width)}
+    local next_start = total
+    for j = 0, 8 do
+      local window = newest - j
+      -- No tick in a window (before admission started, or a stalled admitter): none admitted.
+      local start = next_start
+      local kept = redis.call('HGET', KEYS[4], 'pace_window_' .. (window % 10))
+      if kept then
+        local id, count = string.match(kept, '^(%-?%d+):(%d+)$')
+        if tonumber(id) == window then start = tonumber(count) end
+      end
+      local from = window * width + session
+      local held = redis.call('ZCOUNT', KEYS[3],
+        from > now and string.format('%.0f', from) or '(' .. string.format('%.0f', now),
+        '(' .. string.format('%.0f', from + width))
+      parts[#parts + 1] = string.format('%d,%.0f', held, math.max(0, next_start - start))
+      next_start = start
+    end
+    pace_windows = table.concat(parts, ';')
   end
 end
 
