@@ -76,6 +76,43 @@ async fn open_with_groups(
         .expect("set groups");
 }
 
+/// Opens `sale`'s event with `change` and one group, `insiders`, whose members hold its codes
+/// (opening at `opened`); one single-use code made for it.
+async fn open_with_a_presale_code(
+    sale: &OnSale,
+    change: SettingsChange,
+    opened: SystemTime,
+    now: SystemTime,
+) -> lineup::domain::access_code::AccessCode {
+    use lineup::adapters::dynamo::access_codes::DynamoAccessCodes;
+    use lineup::application::ports::access_codes::AccessCodeBook;
+    use lineup::domain::access_code::{AccessCode, CodeTerms};
+
+    open_with_groups(
+        sale,
+        change,
+        vec![group("insiders", Membership::Code, opened)],
+        now,
+    )
+    .await;
+    let code = AccessCode::generate();
+    let terms = CodeTerms {
+        uses: 1,
+        expires_at: None,
+        group: GroupName::parse("insiders").ok(),
+    };
+    DynamoAccessCodes::in_events_table(&sale.records)
+        .create(
+            &sale.event,
+            std::slice::from_ref(&code),
+            &terms,
+            SystemTime::now(),
+        )
+        .await
+        .expect("create the code");
+    code
+}
+
 async fn offered(event: &EventId) -> Vec<String> {
     redis::cmd("ZRANGE")
         .arg(EventKeys::new(event).offered)
@@ -491,10 +528,6 @@ async fn after_a_cache_loss_the_general_line_waits_until_the_presales_members_ar
 
 #[tokio::test]
 async fn a_presale_code_puts_its_holder_in_the_groups_line_and_lets_nobody_else_in_with_it() {
-    use lineup::adapters::dynamo::access_codes::DynamoAccessCodes;
-    use lineup::application::ports::access_codes::AccessCodeBook;
-    use lineup::domain::access_code::{AccessCode, CodeTerms};
-
     let sale = OnSale::with_seats(0).await;
     let t0 = sale.clock.now();
     let opened = t0 - Duration::from_secs(60);
@@ -502,28 +535,7 @@ async fn a_presale_code_puts_its_holder_in_the_groups_line_and_lets_nobody_else_
         opens_at: Some(OpensAt::At(opened)),
         ..Default::default()
     };
-    open_with_groups(
-        &sale,
-        change,
-        vec![group("insiders", Membership::Code, opened)],
-        t0,
-    )
-    .await;
-    let code = AccessCode::generate();
-    let terms = CodeTerms {
-        uses: 1,
-        expires_at: None,
-        group: GroupName::parse("insiders").ok(),
-    };
-    DynamoAccessCodes::in_events_table(&sale.records)
-        .create(
-            &sale.event,
-            std::slice::from_ref(&code),
-            &terms,
-            SystemTime::now(),
-        )
-        .await
-        .expect("create the code");
+    let code = open_with_a_presale_code(&sale, change, opened, t0).await;
 
     // Its holder joins the group's line; without a code, anyone joins the event's own.
     let join_with = |who: CustomerId, code: Option<String>| {
@@ -566,7 +578,6 @@ fn the_pages_sections_set_aside_pass_their_node_test() {
 async fn a_presale_code_is_not_looked_at_before_the_events_proof_of_work() {
     use lineup::adapters::dynamo::access_codes::DynamoAccessCodes;
     use lineup::application::ports::access_codes::AccessCodeBook;
-    use lineup::domain::access_code::{AccessCode, CodeTerms};
     use lineup::domain::proof_of_work::{self, ChallengeDifficulty};
 
     const BITS: u32 = 8;
@@ -578,28 +589,8 @@ async fn a_presale_code_is_not_looked_at_before_the_events_proof_of_work() {
         challenge_difficulty: Some(ChallengeDifficulty::new(BITS).unwrap()),
         ..Default::default()
     };
-    open_with_groups(
-        &sale,
-        change,
-        vec![group("insiders", Membership::Code, opened)],
-        t0,
-    )
-    .await;
-    let code = AccessCode::generate();
-    let terms = CodeTerms {
-        uses: 1,
-        expires_at: None,
-        group: GroupName::parse("insiders").ok(),
-    };
+    let code = open_with_a_presale_code(&sale, change, opened, t0).await;
     let book = DynamoAccessCodes::in_events_table(&sale.records);
-    book.create(
-        &sale.event,
-        std::slice::from_ref(&code),
-        &terms,
-        SystemTime::now(),
-    )
-    .await
-    .expect("create the code");
     let join_with = |body: Value| {
         let sale = &sale;
         async move {

@@ -19,29 +19,29 @@ async fn status_of(event: &EventId) -> EventStatus {
     serde_json::from_str(&json).expect("status JSON")
 }
 
+/// Open since a second before `start`: 4 slots, 100 admissions a second, sessions of `session`.
+fn open_with_four_slots(start: SystemTime, session: Duration) -> EventSettings {
+    EventSettings {
+        state: QueueState::Open,
+        opens_at: start - Duration::from_secs(1),
+        max_active: 4,
+        admit_per_second: 100,
+        session,
+        claim_window: Duration::from_secs(30),
+        ticket_limit: None,
+        challenge_difficulty: Default::default(),
+        code_required: false,
+        groups: Default::default(),
+    }
+}
+
 #[tokio::test]
 async fn the_tick_counts_the_slots_freed_and_held_and_the_status_publishes_the_pace() {
     let queue = queue();
     let start = SystemTime::now();
     let session = Duration::from_secs(60);
     let event = fresh_event();
-    configure(
-        &queue,
-        &event,
-        EventSettings {
-            state: QueueState::Open,
-            opens_at: start - Duration::from_secs(1),
-            max_active: 4,
-            admit_per_second: 100,
-            session,
-            claim_window: Duration::from_secs(30),
-            ticket_limit: None,
-            challenge_difficulty: Default::default(),
-            code_required: false,
-            groups: Default::default(),
-        },
-    )
-    .await;
+    configure(&queue, &event, open_with_four_slots(start, session)).await;
     for n in 0..20 {
         queue.join(&event, &customer(n), start).await.expect("join");
     }
@@ -105,18 +105,7 @@ async fn the_tick_counts_the_claimed_slots_by_window_and_the_sessions_that_ran_t
     configure(
         &queue,
         &event,
-        EventSettings {
-            state: QueueState::Open,
-            opens_at: start - Duration::from_secs(1),
-            max_active: 4,
-            admit_per_second: 100,
-            session: Duration::from_secs(80),
-            claim_window: Duration::from_secs(30),
-            ticket_limit: None,
-            challenge_difficulty: Default::default(),
-            code_required: false,
-            groups: Default::default(),
-        },
+        open_with_four_slots(start, Duration::from_secs(80)),
     )
     .await;
     for n in 0..8 {

@@ -9,6 +9,7 @@
 //! `a_way_in_added_back_is_caught` adds each known way back to a copy of the template and expects
 //! it listed, so the check cannot quietly stop seeing one.
 
+use lineup_tests::template::{conditional, is_no_value, reference, template};
 use serde_yaml::Value;
 
 /// The function triggers no one on the internet can call: schedules, table streams, queues.
@@ -30,40 +31,6 @@ const ROUTES_WITHOUT_JWT: &[&str] = &[
 
 /// The two payment webhooks: a provider's signed POST, checked by `confirm` over the raw body.
 const WEBHOOK_ROUTES: &[&str] = &["POST /orders/{orderId}/confirm", "POST /webhooks/stripe"];
-
-fn template() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml");
-    let text = std::fs::read_to_string(path).expect("template.yaml is beside the workspace");
-    serde_yaml::from_str(&text).expect("template.yaml is YAML")
-}
-
-/// The logical id or parameter a `!Ref X` (or `{Ref: X}`) names.
-fn reference(value: &Value) -> Option<&str> {
-    match value {
-        Value::Tagged(tagged) if tagged.tag == "Ref" => tagged.value.as_str(),
-        Value::Mapping(mapping) if mapping.len() == 1 => mapping.get("Ref")?.as_str(),
-        _ => None,
-    }
-}
-
-/// A `!If [condition, when true, when false]`: its three parts.
-fn conditional(value: &Value) -> Option<(&str, &Value, &Value)> {
-    let Value::Tagged(tagged) = value else {
-        return None;
-    };
-    if tagged.tag != "If" {
-        return None;
-    }
-    match tagged.value.as_sequence()?.as_slice() {
-        [condition, when_true, when_false] => Some((condition.as_str()?, when_true, when_false)),
-        _ => None,
-    }
-}
-
-/// `AWS::NoValue`, the "leave it out" of a `!If` branch.
-fn is_no_value(value: &Value) -> bool {
-    reference(value) == Some("AWS::NoValue")
-}
 
 /// The template's resources of one type, by logical id.
 fn resources_of<'t>(template: &'t Value, kind: &str) -> Vec<(&'t str, &'t Value)> {

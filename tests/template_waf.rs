@@ -10,6 +10,7 @@
 //! `a_widened_challenge_is_caught` widens a copy of the rule in each known way and expects the
 //! check to say so, so the check cannot quietly stop seeing one.
 
+use lineup_tests::template::{conditional, is_no_value, reference, template};
 use serde_yaml::Value;
 
 const RULE: &str = "join-edge-challenge";
@@ -42,39 +43,6 @@ const OTHER_PATHS: &[&str] = &[
     "/events/queue",
     "/x/events/e1/queue",
 ];
-
-fn template() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml");
-    let text = std::fs::read_to_string(path).expect("template.yaml is beside the workspace");
-    serde_yaml::from_str(&text).expect("template.yaml is YAML")
-}
-
-/// The logical id or parameter a `!Ref X` (or `{Ref: X}`) names.
-fn reference(value: &Value) -> Option<&str> {
-    match value {
-        Value::Tagged(tagged) if tagged.tag == "Ref" => tagged.value.as_str(),
-        Value::Mapping(mapping) if mapping.len() == 1 => mapping.get("Ref")?.as_str(),
-        _ => None,
-    }
-}
-
-/// A `!If [condition, when true, when false]`: its three parts.
-fn conditional(value: &Value) -> Option<(&str, &Value, &Value)> {
-    let Value::Tagged(tagged) = value else {
-        return None;
-    };
-    if tagged.tag != "If" {
-        return None;
-    }
-    match tagged.value.as_sequence()?.as_slice() {
-        [condition, when_true, when_false] => Some((condition.as_str()?, when_true, when_false)),
-        _ => None,
-    }
-}
-
-fn is_no_value(value: &Value) -> bool {
-    reference(value) == Some("AWS::NoValue")
-}
 
 fn web_acl(template: &Value) -> &Value {
     &template["Resources"]["WebAcl"]["Properties"]

@@ -11,6 +11,7 @@ pub mod public_routes;
 pub mod redis_server;
 pub mod request_counter;
 pub mod stream;
+pub mod template;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -310,21 +310,12 @@ impl AccessCodeBook for DynamoAccessCodes {
         let now_ms = unix_millis(now);
         let mut counts = CodeCounts::default();
         for item in self.all_codes(event).await? {
-            let bound = number(&item, "bound_count").unwrap_or(0);
-            let left = number(&item, "uses_allowed")
-                .unwrap_or(0)
-                .saturating_sub(bound);
-            counts.codes += 1;
-            counts.accounts_bound += bound;
-            if item.contains_key("revoked_at_ms") {
-                counts.revoked += 1;
-            } else if !in_force(&item, now_ms) {
-                counts.expired += 1;
-            } else if left == 0 {
-                counts.used_up += 1;
-            } else {
-                counts.uses_left += left;
-            }
+            counts.tally(
+                number(&item, "uses_allowed").unwrap_or(0),
+                number(&item, "bound_count").unwrap_or(0),
+                item.contains_key("revoked_at_ms"),
+                !in_force(&item, now_ms),
+            );
         }
         Ok(counts)
     }

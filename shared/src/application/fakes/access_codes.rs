@@ -171,18 +171,12 @@ impl AccessCodeBook for MemoryAccessCodes {
             if of != event {
                 continue;
             }
-            counts.codes += 1;
-            counts.accounts_bound += stored.bound.len() as u64;
-            let left = u64::from(stored.terms.uses).saturating_sub(stored.bound.len() as u64);
-            if stored.revoked {
-                counts.revoked += 1;
-            } else if stored.expired(now) {
-                counts.expired += 1;
-            } else if left == 0 {
-                counts.used_up += 1;
-            } else {
-                counts.uses_left += left;
-            }
+            counts.tally(
+                u64::from(stored.terms.uses),
+                stored.bound.len() as u64,
+                stored.revoked,
+                stored.expired(now),
+            );
         }
         Ok(counts)
     }

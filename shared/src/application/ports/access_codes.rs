@@ -52,6 +52,25 @@ pub struct CodeCounts {
     pub uses_left: u64,
 }
 
+impl CodeCounts {
+    /// Counts one code that allows `uses` accounts, has `bound` bound, and is `revoked` or
+    /// `expired` (a revoked code counts as revoked, whatever its expiry).
+    pub fn tally(&mut self, uses: u64, bound: u64, revoked: bool, expired: bool) {
+        let left = uses.saturating_sub(bound);
+        self.codes += 1;
+        self.accounts_bound += bound;
+        if revoked {
+            self.revoked += 1;
+        } else if expired {
+            self.expired += 1;
+        } else if left == 0 {
+            self.used_up += 1;
+        } else {
+            self.uses_left += left;
+        }
+    }
+}
+
 /// The operator's side: create, revoke, count.
 #[async_trait]
 pub trait AccessCodeBook: Send + Sync {

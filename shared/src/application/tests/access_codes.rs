@@ -17,7 +17,6 @@ use crate::application::fakes::access_codes::MemoryAccessCodes;
 use crate::application::fakes::outage::Faulty;
 use crate::application::join;
 use crate::application::ports::access_codes::{AccessCodeBook, AccessCodes, CodeAccepted};
-use crate::application::ports::queue::WaitingLine;
 use crate::application::queue_api::QueueApi;
 use crate::domain::access_code::{AccessCode, CodeTerms};
 use crate::domain::clock::FixedClock;
@@ -27,6 +26,7 @@ use crate::domain::ids::{CustomerId, EventId};
 use crate::domain::proof_of_work::ChallengeDifficulty;
 
 use super::admit::{customer, secs, t0, World};
+use super::hold::body as body_of;
 
 struct Joining {
     world: World,
@@ -106,22 +106,6 @@ impl Joining {
         self.join(event, caller, json!({ "code": code.to_string() }))
             .await
     }
-
-    async fn queued(&self, event: &EventId, who: &CustomerId) -> bool {
-        self.world
-            .queue
-            .standing(event, who, t0())
-            .await
-            .unwrap()
-            .is_some()
-    }
-}
-
-fn body_of(response: &Response<Body>) -> Value {
-    match response.body() {
-        Body::Text(text) => serde_json::from_str(text).unwrap(),
-        other => panic!("not a text body: {other:?}"),
-    }
 }
 
 /// The answer is `status` with this error code.
@@ -148,7 +132,7 @@ async fn without_a_code_a_newcomer_gets_code_required_and_nothing_is_stored() {
             "nothing about codes is told"
         );
     }
-    assert!(!joining.queued(&gala, &alice).await);
+    assert!(!joining.world.queued(&gala, &alice).await);
     assert_eq!(joining.codes.calls("accept"), 0, "nothing to check");
 }
 
@@ -184,7 +168,7 @@ async fn a_second_account_with_a_single_use_code_is_refused_and_nothing_changes(
     );
     let passed_on = joining.with_code(&gala, &bob, code).await;
     refused(&passed_on, StatusCode::FORBIDDEN, "code_invalid");
-    assert!(!joining.queued(&gala, &bob).await);
+    assert!(!joining.world.queued(&gala, &bob).await);
     assert_eq!(joining.codes.bound(&gala, code), vec![alice]);
 }
 
@@ -233,7 +217,7 @@ async fn wrong_foreign_expired_and_revoked_codes_are_refused_alike_with_nothing_
         bodies.windows(2).all(|pair| pair[0] == pair[1]),
         "one answer for every reason: {bodies:?}"
     );
-    assert!(!joining.queued(&gala, &alice).await);
+    assert!(!joining.world.queued(&gala, &alice).await);
     for code in [expired, revoked] {
         assert!(joining.codes.bound(&gala, code).is_empty());
     }
@@ -255,7 +239,7 @@ async fn a_malformed_code_is_a_bad_request_and_is_not_looked_up() {
         refused(&answer, StatusCode::BAD_REQUEST, "invalid_code");
     }
     assert_eq!(joining.codes.calls("accept"), 0);
-    assert!(!joining.queued(&gala, &alice).await);
+    assert!(!joining.world.queued(&gala, &alice).await);
 }
 
 #[tokio::test]
@@ -310,7 +294,7 @@ async fn a_join_that_fails_after_the_binding_keeps_the_use_for_that_account_only
         .await;
     assert_eq!(failed.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(joining.codes.bound(&gala, code), vec![alice.clone()]);
-    assert!(!joining.queued(&gala, &alice).await);
+    assert!(!joining.world.queued(&gala, &alice).await);
 
     refused(
         &joining.with_code(&gala, &bob, code).await,
@@ -335,7 +319,7 @@ async fn the_codes_store_down_is_a_503_with_nothing_stored() {
     let answer = joining.with_code(&gala, &customer(1), code).await;
     assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(answer.headers().contains_key("retry-after"));
-    assert!(!joining.queued(&gala, &customer(1)).await);
+    assert!(!joining.world.queued(&gala, &customer(1)).await);
 }
 
 #[tokio::test]

@@ -164,6 +164,15 @@ impl World {
     }
 
     /// The published status, as JSON.
+    /// Whether `who` has a place in `event`'s line (waiting, admitted or in the pre-queue).
+    pub(super) async fn queued(&self, event: &EventId, who: &CustomerId) -> bool {
+        self.queue
+            .standing(event, who, t0())
+            .await
+            .unwrap()
+            .is_some()
+    }
+
     pub(super) async fn status(&self, event: &EventId) -> Value {
         let json = self
             .queue

@@ -10,7 +10,6 @@ use lambda_http::{Body, Request, Response};
 use serde_json::{json, Value};
 
 use crate::application::join;
-use crate::application::ports::queue::WaitingLine;
 use crate::application::queue_api::QueueApi;
 use crate::domain::clock::FixedClock;
 use crate::domain::event_settings::EventSettings;
@@ -18,6 +17,7 @@ use crate::domain::ids::{CustomerId, EventId};
 use crate::domain::proof_of_work::{self, ChallengeDifficulty, WINDOW};
 
 use super::admit::{customer, secs, t0, World};
+use super::hold::body as body_of;
 
 const BITS: u32 = 8;
 
@@ -65,22 +65,6 @@ impl Joining {
         let request: Request = lambda_http::request::from_str(&request.to_string()).unwrap();
         join::handle(&self.api, request).await
     }
-
-    async fn queued(&self, event: &EventId, who: &CustomerId) -> bool {
-        self.world
-            .queue
-            .standing(event, who, t0())
-            .await
-            .unwrap()
-            .is_some()
-    }
-}
-
-fn body_of(response: &Response<Body>) -> Value {
-    match response.body() {
-        Body::Text(text) => serde_json::from_str(text).unwrap(),
-        other => panic!("not a text body: {other:?}"),
-    }
 }
 
 /// The challenge in a 403 with this code.
@@ -110,7 +94,7 @@ async fn a_bare_join_gets_a_challenge_and_a_solved_one_a_place() {
     let alice = customer(1);
     let bare = joining.join(&gala, &alice, json!({}), &[]).await;
     let issued = challenge(&bare, "challenge_required");
-    assert!(!joining.queued(&gala, &alice).await, "nothing stored");
+    assert!(!joining.world.queued(&gala, &alice).await, "nothing stored");
 
     let joined = joining.join(&gala, &alice, solved(&issued), &[]).await;
     assert_eq!(joined.status(), StatusCode::CREATED, "{}", body_of(&joined));
@@ -150,7 +134,7 @@ async fn too_few_bits_another_customer_another_event_or_an_old_window_are_refuse
     ] {
         let refused = joining.join(&gala, who, body, &[]).await;
         challenge(&refused, "challenge_invalid");
-        assert!(!joining.queued(&gala, who).await, "{what}: stored");
+        assert!(!joining.world.queued(&gala, who).await, "{what}: stored");
     }
 
     joining.clock.advance(WINDOW * 2);
@@ -160,7 +144,7 @@ async fn too_few_bits_another_customer_another_event_or_an_old_window_are_refuse
         alices,
         "a new window, a new challenge"
     );
-    assert!(!joining.queued(&gala, &alice).await);
+    assert!(!joining.world.queued(&gala, &alice).await);
 }
 
 #[tokio::test]
@@ -178,7 +162,7 @@ async fn a_malformed_proof_is_a_bad_request() {
         assert_eq!(refused.status(), StatusCode::BAD_REQUEST, "{body}");
         assert_eq!(body_of(&refused)["error"]["code"], "invalid_proof_of_work");
     }
-    assert!(!joining.queued(&gala, &customer(1)).await);
+    assert!(!joining.world.queued(&gala, &customer(1)).await);
 }
 
 #[tokio::test]
